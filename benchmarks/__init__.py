@@ -1,0 +1,1 @@
+"""Benchmarks: ingest/search performance, evaluation, reports and plots."""

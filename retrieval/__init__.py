@@ -1,0 +1,1 @@
+"""Filings → answers without Ray: parsing, chunking, catalog, FTS5 + FAISS search, fusion."""

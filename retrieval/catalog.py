@@ -1,0 +1,342 @@
+"""The SQLite catalog: documents, their pages, tables and chunks, an FTS5 index over the chunks,
+and the chunks' vectors — everything about one document is written in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval.chunking import Chunk
+from retrieval.documents import DocumentMeta, ParsedDocument
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    id INTEGER PRIMARY KEY,
+    doc_id TEXT NOT NULL UNIQUE,
+    company TEXT NOT NULL,
+    ticker TEXT,
+    aliases TEXT NOT NULL DEFAULT '[]',
+    doc_type TEXT NOT NULL,
+    fiscal_year INTEGER,
+    fiscal_quarter INTEGER,
+    period_end TEXT,
+    filing_date TEXT,
+    sector TEXT,
+    source_path TEXT NOT NULL,
+    sha256 TEXT NOT NULL UNIQUE,
+    page_count INTEGER NOT NULL,
+    char_count INTEGER NOT NULL,
+    chunk_count INTEGER NOT NULL,
+    ingested_at TEXT NOT NULL DEFAULT (datetime('now'))
+);
+CREATE TABLE IF NOT EXISTS pages (
+    doc INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    number INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    PRIMARY KEY (doc, number)
+);
+CREATE TABLE IF NOT EXISTS tables (
+    id INTEGER PRIMARY KEY,
+    doc INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    page INTEGER NOT NULL,
+    idx INTEGER NOT NULL,
+    header TEXT NOT NULL,
+    rows TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    id INTEGER PRIMARY KEY,
+    doc INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    first_page INTEGER NOT NULL,
+    last_page INTEGER NOT NULL,
+    start_char INTEGER NOT NULL,
+    end_char INTEGER NOT NULL,
+    embedding BLOB NOT NULL,
+    UNIQUE (doc, seq)
+);
+CREATE INDEX IF NOT EXISTS chunks_doc ON chunks(doc);
+CREATE TABLE IF NOT EXISTS companies (
+    name TEXT PRIMARY KEY,
+    ticker TEXT,
+    aliases TEXT NOT NULL DEFAULT '[]'
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
+    text, content='chunks', content_rowid='id', tokenize='porter unicode61'
+);
+"""
+
+_STOPWORDS = frozenset(
+    """a an and are as at be by did do does for from had has have how in is it its of on or
+    per than that the their this to was were what when which who whom why will with
+    """.split()
+)
+
+
+def fts_query(text: str) -> str | None:
+    """A safe FTS5 OR-query of the words in free text (operators and quotes neutralised)."""
+    words = re.findall(r"[A-Za-z0-9]+(?:[.'&][A-Za-z0-9]+)*", text)
+    terms = []
+    for w in words:
+        w = w.lower()
+        if w in _STOPWORDS or (len(w) == 1 and not w.isdigit()):
+            continue
+        if w not in terms:
+            terms.append(w)
+    if not terms:
+        return None
+    return " OR ".join('"' + t.replace('"', "") + '"' for t in terms)
+
+
+@dataclass
+class DocumentRecord:
+    pk: int
+    doc_id: str
+    company: str
+    ticker: str | None
+    aliases: list[str]
+    doc_type: str
+    fiscal_year: int | None
+    fiscal_quarter: int | None
+    period_end: str | None
+    filing_date: str | None
+    sector: str | None
+    source_path: str
+    sha256: str
+    page_count: int
+    char_count: int
+    chunk_count: int
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d.pop("pk")
+        return d
+
+
+@dataclass
+class ChunkRecord:
+    chunk_id: int
+    doc_id: str
+    seq: int
+    text: str
+    first_page: int
+    last_page: int
+
+
+class Catalog:
+    def __init__(self, path: Path, *, readonly: bool = False):
+        self.path = Path(path)
+        if readonly:
+            self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        else:
+            self.db = sqlite3.connect(self.path, check_same_thread=False)
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.executescript(_SCHEMA)
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.execute("PRAGMA busy_timeout=10000")
+
+    def close(self) -> None:
+        self.db.close()
+
+    # settings ---------------------------------------------------------------
+    def get_settings(self) -> dict[str, Any]:
+        return {k: json.loads(v) for k, v in self.db.execute("SELECT key, value FROM settings")}
+
+    def put_settings(self, values: dict[str, Any]) -> None:
+        with self.db:
+            self.db.executemany(
+                "INSERT OR REPLACE INTO settings(key, value) VALUES (?, ?)",
+                [(k, json.dumps(v)) for k, v in values.items()],
+            )
+
+    # documents --------------------------------------------------------------
+    def add_document(
+        self,
+        meta: DocumentMeta,
+        parsed: ParsedDocument,
+        chunks: list[Chunk],
+        vectors: np.ndarray,
+        *,
+        source_path: str,
+        sha256: str,
+    ) -> tuple[int, list[int]]:
+        """Insert a document with everything that belongs to it, all or nothing.
+        Returns the document's key and its chunk ids."""
+        if len(chunks) != len(vectors):
+            raise ValueError("one vector per chunk is required")
+        with self.db:  # one transaction: a crash leaves no part of the document behind
+            cur = self.db.execute(
+                """INSERT INTO documents(doc_id, company, ticker, aliases, doc_type, fiscal_year,
+                   fiscal_quarter, period_end, filing_date, sector, source_path, sha256,
+                   page_count, char_count, chunk_count)
+                   VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)""",
+                (meta.doc_id, meta.company, meta.ticker, json.dumps(meta.aliases), meta.doc_type,
+                 meta.fiscal_year, meta.fiscal_quarter, meta.period_end, meta.filing_date,
+                 meta.sector, source_path, sha256, parsed.page_count, parsed.char_count,
+                 len(chunks)),
+            )
+            pk = cur.lastrowid
+            self.db.executemany(
+                "INSERT INTO pages(doc, number, text) VALUES (?,?,?)",
+                [(pk, p.number, p.text) for p in parsed.pages],
+            )
+            self.db.executemany(
+                "INSERT INTO tables(doc, page, idx, header, rows) VALUES (?,?,?,?,?)",
+                [(pk, t.page, t.index, json.dumps(t.header), json.dumps(t.rows))
+                 for p in parsed.pages for t in p.tables],
+            )
+            ids = []
+            for chunk, vec in zip(chunks, vectors):
+                cur = self.db.execute(
+                    """INSERT INTO chunks(doc, seq, text, first_page, last_page, start_char,
+                       end_char, embedding) VALUES (?,?,?,?,?,?,?,?)""",
+                    (pk, chunk.seq, chunk.text, chunk.first_page, chunk.last_page, chunk.start,
+                     chunk.end, np.asarray(vec, dtype=np.float32).tobytes()),
+                )
+                ids.append(cur.lastrowid)
+            self.db.executemany(
+                "INSERT INTO chunks_fts(rowid, text) VALUES (?, ?)",
+                [(i, c.text) for i, c in zip(ids, chunks)],
+            )
+            self.db.execute(
+                "INSERT INTO companies(name, ticker, aliases) VALUES (?,?,?) ON CONFLICT(name) DO "
+                "UPDATE SET ticker=coalesce(excluded.ticker, ticker), aliases=excluded.aliases",
+                (meta.company, meta.ticker, json.dumps(meta.aliases)),
+            )
+        return pk, ids
+
+    def remove_document(self, doc_id: str) -> list[int]:
+        """Delete a document and everything it owns; returns the removed chunk ids."""
+        with self.db:
+            rows = self.db.execute(
+                "SELECT c.id, c.text FROM chunks c JOIN documents d ON c.doc = d.id "
+                "WHERE d.doc_id = ?", (doc_id,)
+            ).fetchall()
+            self.db.executemany(
+                "INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', ?, ?)", rows
+            )
+            self.db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+        return [r[0] for r in rows]
+
+    def _record(self, row) -> DocumentRecord:
+        (pk, doc_id, company, ticker, aliases, doc_type, fy, fq, pe, fd, sector, src, sha,
+         pages, chars, nchunks) = row
+        return DocumentRecord(pk, doc_id, company, ticker, json.loads(aliases), doc_type, fy, fq,
+                              pe, fd, sector, src, sha, pages, chars, nchunks)
+
+    _DOC_COLUMNS = ("id, doc_id, company, ticker, aliases, doc_type, fiscal_year, fiscal_quarter, "
+                    "period_end, filing_date, sector, source_path, sha256, page_count, "
+                    "char_count, chunk_count")
+
+    def documents(self) -> list[DocumentRecord]:
+        rows = self.db.execute(f"SELECT {self._DOC_COLUMNS} FROM documents ORDER BY doc_id")
+        return [self._record(r) for r in rows]
+
+    def document(self, doc_id: str) -> DocumentRecord | None:
+        row = self.db.execute(
+            f"SELECT {self._DOC_COLUMNS} FROM documents WHERE doc_id = ?", (doc_id,)
+        ).fetchone()
+        return self._record(row) if row else None
+
+    def document_by_sha(self, sha256: str) -> DocumentRecord | None:
+        row = self.db.execute(
+            f"SELECT {self._DOC_COLUMNS} FROM documents WHERE sha256 = ?", (sha256,)
+        ).fetchone()
+        return self._record(row) if row else None
+
+    def pages(self, doc_id: str) -> list[tuple[int, str]]:
+        return self.db.execute(
+            "SELECT p.number, p.text FROM pages p JOIN documents d ON p.doc = d.id "
+            "WHERE d.doc_id = ? ORDER BY p.number", (doc_id,)
+        ).fetchall()
+
+    def tables(self, doc_id: str, page: int | None = None) -> list[dict[str, Any]]:
+        sql = ("SELECT t.page, t.idx, t.header, t.rows FROM tables t JOIN documents d "
+               "ON t.doc = d.id WHERE d.doc_id = ?")
+        args: list[Any] = [doc_id]
+        if page is not None:
+            sql += " AND t.page = ?"
+            args.append(page)
+        return [
+            {"page": p, "index": i, "header": json.loads(h), "rows": json.loads(r)}
+            for p, i, h, r in self.db.execute(sql + " ORDER BY t.page, t.idx", args)
+        ]
+
+    # chunks -----------------------------------------------------------------
+    def chunk_ids(self, doc_pks: list[int] | None = None) -> np.ndarray:
+        if doc_pks is None:
+            rows = self.db.execute("SELECT id FROM chunks ORDER BY id")
+        else:
+            marks = ",".join("?" * len(doc_pks))
+            rows = self.db.execute(
+                f"SELECT id FROM chunks WHERE doc IN ({marks}) ORDER BY id", doc_pks
+            )
+        return np.fromiter((r[0] for r in rows), dtype=np.int64)
+
+    def vectors(self, ids: np.ndarray | None = None, dim: int | None = None):
+        """(ids, vectors) for the given chunk ids, or for all chunks."""
+        if ids is None:
+            rows = self.db.execute("SELECT id, embedding FROM chunks ORDER BY id").fetchall()
+        else:
+            rows = []
+            ids = [int(i) for i in ids]
+            for start in range(0, len(ids), 900):
+                part = ids[start:start + 900]
+                marks = ",".join("?" * len(part))
+                rows += self.db.execute(
+                    f"SELECT id, embedding FROM chunks WHERE id IN ({marks})", part
+                ).fetchall()
+        out_ids = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        if not rows:
+            return out_ids, np.zeros((0, dim or 0), dtype=np.float32)
+        vecs = np.vstack([np.frombuffer(r[1], dtype=np.float32) for r in rows])
+        return out_ids, vecs
+
+    def chunks(self, ids: list[int]) -> dict[int, ChunkRecord]:
+        out: dict[int, ChunkRecord] = {}
+        ids = [int(i) for i in ids]
+        for start in range(0, len(ids), 900):
+            part = ids[start:start + 900]
+            marks = ",".join("?" * len(part))
+            for cid, doc_id, seq, text, fp, lp in self.db.execute(
+                f"SELECT c.id, d.doc_id, c.seq, c.text, c.first_page, c.last_page FROM chunks c "
+                f"JOIN documents d ON c.doc = d.id WHERE c.id IN ({marks})", part
+            ):
+                out[cid] = ChunkRecord(cid, doc_id, seq, text, fp, lp)
+        return out
+
+    def fts_search(self, query: str, k: int, doc_pks: list[int] | None = None):
+        """BM25 top-k as (chunk id, score) with higher = better; optionally only in doc_pks."""
+        match = fts_query(query)
+        if match is None or k <= 0:
+            return []
+        sql = "SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?"
+        args: list[Any] = [match]
+        if doc_pks is not None:
+            if not doc_pks:
+                return []
+            marks = ",".join("?" * len(doc_pks))
+            sql += f" AND rowid IN (SELECT id FROM chunks WHERE doc IN ({marks}))"
+            args += list(doc_pks)
+        sql += " ORDER BY bm25(chunks_fts) LIMIT ?"
+        args.append(k)
+        return [(int(r[0]), float(r[1])) for r in self.db.execute(sql, args)]
+
+    def counts(self) -> dict[str, int]:
+        one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731
+        return {
+            "documents": one("SELECT count(*) FROM documents"),
+            "pages": one("SELECT count(*) FROM pages"),
+            "tables": one("SELECT count(*) FROM tables"),
+            "chunks": one("SELECT count(*) FROM chunks"),
+        }

@@ -1,0 +1,69 @@
+"""What a parsed filing looks like before it is chunked and indexed.
+
+Parsers (PDF, SEC HTML) produce a ``ParsedDocument``; metadata comes from a sidecar file or
+from the file name (``retrieval.metadata``) and is carried as ``DocumentMeta``.
+Pages are numbered from 1, as a person sees them in a viewer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+DOC_TYPES = ("10-K", "10-Q", "8-K", "earnings", "annual report")
+
+
+class DocumentError(Exception):
+    """A file that cannot be read as a filing (corrupt, encrypted, empty, wrong format)."""
+
+
+@dataclass
+class Table:
+    """A table found on a page, stored as JSON rows keyed by their column headers."""
+
+    page: int
+    index: int  # position of the table on its page, from 0
+    header: list[str]
+    rows: list[dict[str, str]]
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class ParsedPage:
+    number: int  # 1-based
+    text: str
+    tables: list[Table] = field(default_factory=list)
+
+
+@dataclass
+class ParsedDocument:
+    pages: list[ParsedPage]
+    # Facts the file states about itself (e.g. inline-XBRL dei: tags); keys as in DocumentMeta.
+    hints: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def page_count(self) -> int:
+        return len(self.pages)
+
+    @property
+    def char_count(self) -> int:
+        return sum(len(p.text) for p in self.pages)
+
+
+@dataclass
+class DocumentMeta:
+    doc_id: str
+    company: str
+    doc_type: str  # one of DOC_TYPES
+    fiscal_year: int | None = None
+    fiscal_quarter: int | None = None
+    ticker: str | None = None
+    aliases: list[str] = field(default_factory=list)
+    period_end: str | None = None  # ISO date
+    filing_date: str | None = None  # ISO date
+    sector: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)

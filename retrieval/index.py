@@ -1,0 +1,225 @@
+"""An index folder: the SQLite catalog (documents, pages, tables, chunks, FTS5, vectors) and a
+FAISS file over the same chunk ids. Search can be scoped to a set of documents without
+rebuilding anything: FTS5 by a rowid filter, FAISS by an ID selector.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from retrieval.catalog import Catalog, DocumentRecord
+from retrieval.fusion import rrf
+from retrieval.vectors import VectorIndex
+
+CATALOG_FILE = "catalog.sqlite"
+VECTORS_FILE = "vectors.faiss"
+
+
+def default_index_dir() -> Path:
+    """$FINRAG_INDEX, else the per-user data folder."""
+    env = os.environ.get("FINRAG_INDEX")
+    if env:
+        return Path(env)
+    data = os.environ.get("XDG_DATA_HOME") or os.path.expanduser("~/.local/share")
+    return Path(data) / "finrag" / "index"
+
+
+@dataclass
+class IndexSettings:
+    """Fixed when an index is created; every later writer must agree with them."""
+
+    chunk_size: int = 2500
+    chunk_overlap: int = 1250
+    embedder: str = "minilm"
+    embedder_model_id: str = ""
+    dim: int = 0
+    variant: str = "plain"
+
+
+@dataclass
+class Hit:
+    chunk_id: int
+    doc_id: str
+    first_page: int
+    last_page: int
+    score: float
+    rank: int
+    text: str
+    # the per-retriever ranks that RRF fused (None where the chunk was not in that list)
+    fts_rank: int | None = None
+    dense_rank: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class UnknownDocumentError(KeyError):
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class Index:
+    """Open with ``Index.open(dir)``; pass an embedder to search densely or to add documents."""
+
+    def __init__(self, folder: Path, catalog: Catalog, settings: IndexSettings,
+                 vectors: VectorIndex, readonly: bool):
+        self.folder = folder
+        self.catalog = catalog
+        self.settings = settings
+        self.vectors = vectors
+        self.readonly = readonly
+        self._dirty = False
+
+    # lifecycle --------------------------------------------------------------
+    @classmethod
+    def create_or_open(cls, folder: str | Path, settings: IndexSettings) -> "Index":
+        """Open an index for writing, creating it with ``settings`` if it does not exist.
+        An existing index must have been built with the same chunking and embedder."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        catalog = Catalog(folder / CATALOG_FILE)
+        stored = catalog.get_settings()
+        if not stored:
+            catalog.put_settings(asdict(settings))
+        else:
+            have = IndexSettings(**stored)
+            for field in ("chunk_size", "chunk_overlap", "embedder", "dim", "variant"):
+                if getattr(settings, field) and getattr(settings, field) != getattr(have, field):
+                    catalog.close()
+                    raise ValueError(
+                        f"index {folder} was built with {field}={getattr(have, field)!r}; "
+                        f"this run asks for {getattr(settings, field)!r}. Use another --index "
+                        "folder or the index's own settings."
+                    )
+            settings = have
+        return cls._finish_open(folder, catalog, settings, readonly=False)
+
+    @classmethod
+    def open(cls, folder: str | Path, *, readonly: bool = True) -> "Index":
+        folder = Path(folder)
+        if not (folder / CATALOG_FILE).is_file():
+            raise FileNotFoundError(
+                f"no index at {folder} (expected {CATALOG_FILE}); build one with `finrag ingest`"
+            )
+        catalog = Catalog(folder / CATALOG_FILE, readonly=readonly)
+        settings = IndexSettings(**catalog.get_settings())
+        return cls._finish_open(folder, catalog, settings, readonly=readonly)
+
+    @classmethod
+    def _finish_open(cls, folder, catalog, settings, *, readonly) -> "Index":
+        vectors = None
+        path = folder / VECTORS_FILE
+        if settings.dim and path.is_file():
+            try:
+                vectors = VectorIndex.load(path, settings.dim)
+            except Exception:
+                vectors = None  # unreadable: rebuilt from the catalog below
+        index = cls(folder, catalog, settings, vectors or VectorIndex(max(settings.dim, 1)), readonly)
+        index._sync_vectors(vectors is None)
+        return index
+
+    def _sync_vectors(self, force: bool) -> None:
+        """Make the FAISS ids equal the catalog's chunk ids, rebuilding from stored vectors."""
+        want = self.catalog.chunk_ids()
+        have = np.sort(self.vectors.ids())
+        if not force and len(want) == len(have) and np.array_equal(want, have):
+            return
+        fresh = VectorIndex(max(self.settings.dim, 1))
+        if len(want):
+            ids, vecs = self.catalog.vectors(dim=self.settings.dim)
+            fresh.add(ids, vecs)
+        self.vectors = fresh
+        if not self.readonly:
+            self._dirty = True
+            self.save()
+
+    def save(self) -> None:
+        if self._dirty and not self.readonly:
+            self.vectors.save(self.folder / VECTORS_FILE)
+            self._dirty = False
+
+    def close(self) -> None:
+        self.save()
+        self.catalog.close()
+
+    def __enter__(self) -> "Index":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # writing ----------------------------------------------------------------
+    def add_document(self, meta, parsed, chunks, vectors, *, source_path: str, sha256: str) -> int:
+        if self.readonly:
+            raise PermissionError("index opened read-only")
+        if vectors.ndim != 2 or vectors.shape[1] != self.settings.dim:
+            raise ValueError(f"vectors must be (n, {self.settings.dim})")
+        pk, ids = self.catalog.add_document(meta, parsed, chunks, vectors,
+                                            source_path=source_path, sha256=sha256)
+        self.vectors.add(np.asarray(ids, dtype=np.int64), vectors)
+        self._dirty = True
+        return pk
+
+    def remove_document(self, doc_id: str) -> None:
+        ids = self.catalog.remove_document(doc_id)
+        self.vectors.remove(ids)
+        self._dirty = True
+
+    # reading ----------------------------------------------------------------
+    def documents(self) -> list[DocumentRecord]:
+        return self.catalog.documents()
+
+    def scope(self, doc_ids: list[str] | None) -> list[int] | None:
+        """Catalog keys for doc ids; an unknown id is an error (never silently widened)."""
+        if doc_ids is None:
+            return None
+        pks = []
+        for doc_id in doc_ids:
+            rec = self.catalog.document(doc_id)
+            if rec is None:
+                raise UnknownDocumentError(f"unknown document {doc_id!r} (see `finrag documents`)")
+            pks.append(rec.pk)
+        return pks
+
+    def search_fts(self, query: str, k: int = 20, doc_ids: list[str] | None = None):
+        return self.catalog.fts_search(query, k, self.scope(doc_ids))
+
+    def search_dense(self, query_vector: np.ndarray, k: int = 30, doc_ids: list[str] | None = None):
+        pks = self.scope(doc_ids)
+        scope = None if pks is None else self.catalog.chunk_ids(pks)
+        ids, scores = self.vectors.search(query_vector, k, scope)
+        return [(int(i), float(s)) for i, s in zip(ids, scores)]
+
+    def search(
+        self,
+        query: str,
+        query_vector: np.ndarray | None,
+        *,
+        k: int = 10,
+        doc_ids: list[str] | None = None,
+        fts_k: int = 20,
+        dense_k: int = 30,
+        rrf_k: int = 60,
+    ) -> list[Hit]:
+        """Hybrid search: FTS5 BM25 top ``fts_k`` and dense top ``dense_k``, fused by RRF.
+        With ``doc_ids`` only chunks of those documents can be returned."""
+        fts = self.search_fts(query, fts_k, doc_ids)
+        dense = self.search_dense(query_vector, dense_k, doc_ids) if query_vector is not None else []
+        fts_rank = {cid: r for r, (cid, _) in enumerate(fts, start=1)}
+        dense_rank = {cid: r for r, (cid, _) in enumerate(dense, start=1)}
+        fused = rrf([[c for c, _ in fts], [c for c, _ in dense]], k=rrf_k)[:k]
+        records = self.catalog.chunks([c for c, _ in fused])
+        hits = []
+        for rank, (cid, score) in enumerate(fused, start=1):
+            rec = records[cid]
+            hits.append(Hit(cid, rec.doc_id, rec.first_page, rec.last_page, score, rank, rec.text,
+                            fts_rank.get(cid), dense_rank.get(cid)))
+        return hits
+
+    def size_bytes(self) -> int:
+        return sum(p.stat().st_size for p in self.folder.iterdir() if p.is_file())

@@ -1,0 +1,197 @@
+"""Filings on disk → the index, one document at a time, resumable and atomic per document.
+
+A document is parsed, chunked and embedded in memory, then written in one SQLite transaction;
+a run that is killed loses at most the document in flight, and the next run skips every
+document already indexed (by sha256), so re-running gives the same index as one clean run.
+Files that cannot be read are reported one line each and the rest goes on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from retrieval.chunking import chunk_pages
+from retrieval.companies import CompanyTable
+from retrieval.documents import DocumentError, DocumentMeta, ParsedDocument
+from retrieval.index import Index, IndexSettings
+from retrieval.metadata import load_sidecar, resolve_metadata
+from retrieval.pdf import parse_pdf
+from retrieval.sec_html import parse_sec_html
+
+SUFFIXES = {".pdf": "pdf", ".htm": "html", ".html": "html"}
+
+
+@dataclass
+class IngestReport:
+    added: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (path, one-line reason)
+    pages: int = 0
+    chunks: int = 0
+    seconds: float = 0.0
+    parse_seconds: float = 0.0
+    embed_seconds: float = 0.0
+    write_seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failed
+
+    def summary(self) -> dict:
+        return {
+            "added": len(self.added),
+            "skipped": len(self.skipped),
+            "failed": len(self.failed),
+            "pages": self.pages,
+            "chunks": self.chunks,
+            "seconds": round(self.seconds, 2),
+            "pages_per_s": round(self.pages / self.seconds, 2) if self.seconds else None,
+            "chunks_embedded_per_s": (
+                round(self.chunks / self.embed_seconds, 2) if self.embed_seconds else None
+            ),
+            "parse_seconds": round(self.parse_seconds, 2),
+            "embed_seconds": round(self.embed_seconds, 2),
+            "write_seconds": round(self.write_seconds, 2),
+        }
+
+
+def find_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Expand folders into their filings (PDF, HTML), sorted, without duplicates."""
+    found: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found += sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in SUFFIXES)
+        else:
+            found.append(p)  # named explicitly: a missing or odd file is reported, not dropped
+    seen, unique = set(), []
+    for f in found:
+        key = f.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(f)
+    return unique
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def parse_file(path: Path, *, tables: bool = True) -> ParsedDocument:
+    kind = SUFFIXES.get(path.suffix.lower())
+    if kind == "html":
+        return parse_sec_html(path)
+    if kind == "pdf":
+        return parse_pdf(path, tables=tables)
+    raise DocumentError(f"{path}: unsupported file type {path.suffix or '(none)'} (PDF or HTML)")
+
+
+def _apply_hints(meta: DocumentMeta, parsed: ParsedDocument, *, override: bool) -> DocumentMeta:
+    """Facts a filing states about itself (inline-XBRL dei: tags) fill what the sidecar left
+    open, and beat what was only guessed from the file name (``override``): EDGAR file names
+    carry a filing date, the document carries its fiscal period."""
+    for key in ("ticker", "doc_type", "fiscal_year", "fiscal_quarter", "period_end"):
+        value = parsed.hints.get(key)
+        if value is not None and (override or getattr(meta, key) in (None, "")):
+            setattr(meta, key, value)
+    return meta
+
+
+class Ingestor:
+    """Holds the embedder and index for a run; ``run(paths)`` does the work."""
+
+    def __init__(
+        self,
+        index_dir: str | Path,
+        embedder,
+        *,
+        chunk_size: int = 2500,
+        chunk_overlap: int = 1250,
+        metadata: str | Path | None = None,
+        companies: CompanyTable | None = None,
+        tables: bool = True,
+        save_every_s: float = 60.0,
+    ):
+        self.embedder = embedder
+        self.companies = CompanyTable.load() if companies is None else companies
+        self.sidecar = load_sidecar(metadata, self.companies) if metadata else {}
+        self.tables = tables
+        self.save_every_s = save_every_s
+        self.index = Index.create_or_open(
+            index_dir,
+            IndexSettings(chunk_size=chunk_size, chunk_overlap=chunk_overlap,
+                          embedder=embedder.name, embedder_model_id=embedder.model_id,
+                          dim=embedder.dim),
+        )
+
+    def close(self) -> None:
+        self.index.close()
+
+    def ingest_one(self, path: Path, report: IngestReport) -> None:
+        if not path.is_file():
+            raise DocumentError(f"{path}: no such file")
+        sha = sha256_of(path)
+        if self.index.catalog.document_by_sha(sha):
+            report.skipped.append(str(path))
+            return
+        meta = resolve_metadata(path, self.sidecar, self.companies)
+        existing = self.index.catalog.document(meta.doc_id)
+        if existing:
+            raise DocumentError(
+                f"{path}: document id {meta.doc_id!r} is already indexed from "
+                f"{existing.source_path} with different content (sha256 differs)"
+            )
+        t0 = time.perf_counter()
+        parsed = parse_file(path, tables=self.tables)
+        meta = _apply_hints(meta, parsed, override=meta.doc_id not in self.sidecar)
+        settings = self.index.settings
+        chunks = chunk_pages(parsed.pages, size=settings.chunk_size, overlap=settings.chunk_overlap)
+        t1 = time.perf_counter()
+        vectors = self.embedder.encode([c.text for c in chunks])
+        t2 = time.perf_counter()
+        self.index.add_document(meta, parsed, chunks, vectors,
+                                source_path=str(path.resolve()), sha256=sha)
+        t3 = time.perf_counter()
+        report.added.append(meta.doc_id)
+        report.pages += parsed.page_count
+        report.chunks += len(chunks)
+        report.parse_seconds += t1 - t0
+        report.embed_seconds += t2 - t1
+        report.write_seconds += t3 - t2
+
+    def run(self, paths: Iterable[str | Path], *, progress: bool = True,
+            on_error: Callable[[str], None] | None = None) -> IngestReport:
+        from tqdm import tqdm
+
+        files = find_files(paths)
+        report = IngestReport()
+        start = last_save = time.perf_counter()
+        bar = tqdm(files, unit="doc", disable=not progress, file=sys.stderr, dynamic_ncols=True)
+        try:
+            for path in bar:
+                bar.set_postfix_str(path.name[:40])
+                try:
+                    self.ingest_one(path, report)
+                except (DocumentError, ValueError) as e:
+                    message = str(e).splitlines()[0] if str(e) else type(e).__name__
+                    if not message.startswith(str(path)):
+                        message = f"{path}: {message}"
+                    report.failed.append((str(path), message))
+                    if on_error:
+                        on_error(message)
+                if time.perf_counter() - last_save > self.save_every_s:
+                    self.index.save()
+                    last_save = time.perf_counter()
+        finally:
+            bar.close()
+            self.index.save()
+            report.seconds = time.perf_counter() - start
+        return report

@@ -1,0 +1,1 @@
+"""Ray Serve deployments, HTTP API, batch scoring and the `finrag` CLI."""

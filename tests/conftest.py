@@ -1,0 +1,45 @@
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+FINANCEBENCH = SHARED / "data" / "financebench"
+
+
+def need_shared(path: Path = SHARED) -> Path:
+    """Skip (saying why) only when the shared data is absent."""
+    if not path.exists():
+        pytest.skip(f"shared data not found: {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    from models.embedders import load_embedder
+
+    return load_embedder("minilm")
+
+
+@pytest.fixture(scope="session")
+def demo_corpus(tmp_path_factory):
+    from retrieval.demo_corpus import generate_demo_corpus
+
+    return generate_demo_corpus(tmp_path_factory.mktemp("demo") / "corpus")
+
+
+@pytest.fixture(scope="session")
+def demo_index(tmp_path_factory, demo_corpus, embedder):
+    """The demo corpus ingested once for the whole session (tests must not write to it)."""
+    from retrieval.ingest import Ingestor
+
+    folder = tmp_path_factory.mktemp("demo-index")
+    ingestor = Ingestor(folder, embedder, metadata=demo_corpus.metadata_path)
+    report = ingestor.run([demo_corpus.out_dir], progress=False)
+    ingestor.close()
+    assert report.ok, report.failed
+    return folder
