@@ -388,11 +388,11 @@ class Style:
 
 
 STYLES = {
-    "body": Style("tiro", 9.5, 11.5, 0, 4.5),
-    "risk": Style("tibi", 9.5, 11.5, 3, 2, keep_with_next=True),
+    "body": Style("tiro", 9.5, 11.3, 0, 4.5),
+    "risk": Style("tibi", 9.5, 11.3, 3, 2, keep_with_next=True),
     "part": Style("tibo", 12, 15, 10, 6, "center", keep_with_next=True),
     "item": Style("tibo", 11, 14, 8, 4, keep_with_next=True),
-    "sub": Style("tibo", 9.5, 11.5, 4, 2, keep_with_next=True),
+    "sub": Style("tibo", 9.5, 11.3, 4, 2, keep_with_next=True),
     "caption": Style("tibo", 10, 12.4, 6, 2, "center", keep_with_next=True),
     "caption_note": Style("tiit", 9, 11, 0, 5, "center", keep_with_next=True),
     "cover": Style("tiro", 10, 12.4, 0, 3, "center"),
@@ -557,20 +557,30 @@ class _Layout:
         if not self._page_empty:
             self.y += style.before
         block.page = len(self.pages)
+        top, segment = self.y, []
         for n, line in enumerate(lines):
             if n == take or self.y + style.leading > BOTTOM:
                 if block.facts:
                     raise ValueError(f"paragraph with facts is taller than a page: {block.text[:60]}")
+                self._emit(segment, top, style)
                 self._new_page()
-            self.pages[-1].append(("text", self._x(line, style), self.y + style.size, line, style.font, style.size))
+                top, segment = self.y, []
+            segment.append(line)
             self.y += style.leading
+        self._emit(segment, top, style)
         self.y += style.after
 
-    @staticmethod
-    def _x(line: str, style: Style) -> float:
-        if style.align == "center":
-            return LEFT + (CONTENT_W - _width(line, style.font, style.size)) / 2
-        return float(LEFT)
+    def _emit(self, lines: list[str], top: float, style: Style) -> None:
+        """One drawing operation per run of left-aligned lines, one per centred line."""
+        if style.align != "center":
+            if lines:
+                self.pages[-1].append(("text", LEFT, top + style.size, tuple(lines), style.font, style.size,
+                                       style.leading))
+            return
+        for k, line in enumerate(lines):
+            x = LEFT + (CONTENT_W - _width(line, style.font, style.size)) / 2
+            self.pages[-1].append(("text", x, top + style.size + k * style.leading, (line,), style.font,
+                                   style.size, style.leading))
 
     def _table(self, table: StatementTable) -> None:
         if self.y + table.height > BOTTOM and not self._page_empty:
@@ -583,18 +593,17 @@ class _Layout:
         lines = _wrap(entry.title, "tiro", 10, TOC_TITLE_W)
         if self.y + 13 * len(lines) > BOTTOM:
             raise ValueError("table of contents does not fit on one page")
-        self.pages[-1].append(("text", LEFT, self.y + 10, entry.label, "tiro", 10))
-        for line in lines:
-            self.pages[-1].append(("text", TOC_TITLE_X, self.y + 10, line, "tiro", 10))
-            self.y += 13
+        if entry.label:
+            self.pages[-1].append(("text", LEFT, self.y + 10, (entry.label,), "tiro", 10, 13))
+        self.pages[-1].append(("text", TOC_TITLE_X, self.y + 10, lines, "tiro", 10, 13))
+        self.y += 13 * len(lines)
         self.pages[-1].append(("pageref", entry.target, self.y - 3))
         self.y += 2
 
 
-def _draw_table(page: pymupdf.Page, table: StatementTable, top: float) -> None:
+def _draw_table(shape: pymupdf.Shape, table: StatementTable, top: float) -> None:
     """A fully ruled grid (so ``find_tables`` sees it), shaded header, right-aligned figures."""
     bottom = top + table.height
-    shape = page.new_shape()
     shape.draw_rect(pymupdf.Rect(LEFT, top, RIGHT, top + ROW_H))
     shape.finish(color=None, fill=(0.88, 0.88, 0.88), width=0)
     for row in range(len(table.rows) + 2):
@@ -603,7 +612,6 @@ def _draw_table(page: pymupdf.Page, table: StatementTable, top: float) -> None:
     for x in TABLE_COLS:
         shape.draw_line((x, top), (x, bottom))
     shape.finish(color=(0, 0, 0), width=0.6)
-    shape.commit()
     for r, cells in enumerate([table.header, *table.rows]):
         baseline = top + r * ROW_H + 10.2
         font = "tibo" if r == 0 else "tiro"
@@ -612,27 +620,30 @@ def _draw_table(page: pymupdf.Page, table: StatementTable, top: float) -> None:
                 x = TABLE_COLS[0] + 4
             else:
                 x = TABLE_COLS[c + 1] - 4 - _width(text, font, 9)
-            page.insert_text((x, baseline), text, fontname=font, fontsize=9)
+            shape.insert_text((x, baseline), text, fontname=font, fontsize=9)
 
 
 def _paint(pages: list[list[tuple]], metadata: dict[str, str]) -> bytes:
+    """Draw the laid-out pages. One shape per page, committed once, keeps this fast."""
     doc = pymupdf.open()
     for number, operations in enumerate(pages, start=1):
         page = doc.new_page(width=PAGE_W, height=PAGE_H)
+        shape = page.new_shape()
         for op in operations:
             if op[0] == "text":
-                _, x, y, text, font, size = op
-                page.insert_text((x, y), text, fontname=font, fontsize=size)
+                _, x, y, lines, font, size, leading = op
+                shape.insert_text((x, y), list(lines), fontname=font, fontsize=size, lineheight=leading / size)
             elif op[0] == "table":
-                _draw_table(page, op[1], op[2])
+                _draw_table(shape, op[1], op[2])
             else:  # "pageref": the target's page number, right-aligned
                 number_text = str(op[1].page)
-                page.insert_text((RIGHT - _width(number_text, "tiro", 10), op[2]), number_text,
-                                 fontname="tiro", fontsize=10)
+                shape.insert_text((RIGHT - _width(number_text, "tiro", 10), op[2]), number_text,
+                                  fontname="tiro", fontsize=10)
         if number > 1:
             label = str(number)
-            page.insert_text(((PAGE_W - _width(label, "tiro", 9)) / 2, FOOTER_Y), label,
-                             fontname="tiro", fontsize=9)
+            shape.insert_text(((PAGE_W - _width(label, "tiro", 9)) / 2, FOOTER_Y), label,
+                              fontname="tiro", fontsize=9)
+        shape.commit()
     doc.set_metadata(metadata)
     data = doc.tobytes(garbage=3, deflate=True, no_new_id=True)
     doc.close()
@@ -688,25 +699,20 @@ COMMON: dict[str, tuple[str, ...]] = {
     ),
     "human_capital": (
         "We believe that our success depends on our ability to attract, develop and retain talented "
-        "people. We conduct an employee engagement survey each year and review the results, together "
-        "with turnover and internal mobility data, with the Compensation Committee of our Board of "
-        "Directors. Our compensation programs combine competitive base pay with annual incentives and, "
-        "for many employees, equity awards that vest over several years, and we periodically review "
-        "our pay practices to identify and address unexplained differences in pay.",
-        "Attracting and retaining skilled employees is central to our strategy. Our Board of Directors "
-        "and its Compensation Committee oversee our human capital programs, including talent "
-        "development, succession planning, compensation and benefits, and workplace safety. We offer "
-        "market-competitive pay, retirement savings plans, health benefits, paid parental leave and "
-        "tuition assistance, and we measure employee engagement through an annual survey.",
+        "people. We conduct an employee engagement survey each year and review the results with the "
+        "Compensation Committee of our Board of Directors. Our compensation programs combine "
+        "competitive base pay with annual incentives and, for many employees, equity awards.",
+        "Attracting and retaining skilled employees is central to our strategy. The Compensation "
+        "Committee of our Board of Directors oversees our human capital programs, including talent "
+        "development, succession planning, pay and benefits. We measure employee engagement through an "
+        "annual survey.",
     ),
     "available_info": (
-        "Our website address is www.{domain}. We make available free of charge on the investor "
-        "relations section of our website our Annual Reports on Form 10-K, Quarterly Reports on Form "
-        "10-Q, Current Reports on Form 8-K and amendments to those reports as soon as reasonably "
-        "practicable after we electronically file them with, or furnish them to, the Securities and "
-        "Exchange Commission (the \"SEC\"). The SEC maintains a website at www.sec.gov that contains "
-        "reports, proxy statements and other information about issuers that file electronically. "
-        "Information contained on our website is not incorporated by reference into this report.",
+        "Our website address is www.{domain}. Our Annual Reports on Form 10-K, Quarterly Reports on "
+        "Form 10-Q, Current Reports on Form 8-K and amendments to those reports are available free of "
+        "charge on our website as soon as reasonably practicable after we file them with the Securities "
+        "and Exchange Commission (the \"SEC\"), and at www.sec.gov. Information on our website is not "
+        "incorporated by reference into this report.",
     ),
     "risk_intro": (
         "Investing in our common stock involves a high degree of risk. You should carefully consider "
@@ -878,11 +884,8 @@ COMMON: dict[str, tuple[str, ...]] = {
         "statement.",
     ),
     "code_of_conduct": (
-        "We have adopted a Code of Business Conduct and Ethics that applies to all of our directors, "
-        "officers and employees, including our principal executive officer, principal financial "
-        "officer and principal accounting officer. The code is available on the investor relations "
-        "section of our website, and we intend to disclose any amendment to, or waiver from, a "
-        "provision of the code that applies to these officers on our website.",
+        "Our Code of Business Conduct and Ethics applies to all directors, officers and employees and "
+        "is available on our website, where we will also disclose any amendment or waiver.",
     ),
     "exhibits": (
         "Financial statement schedules have been omitted because they are not required or the "
@@ -897,8 +900,8 @@ COMMON: dict[str, tuple[str, ...]] = {
     "signatures": (
         "Pursuant to the requirements of Section 13 or 15(d) of the Securities Exchange Act of 1934, "
         "the registrant has duly caused this report to be signed on its behalf by the undersigned, "
-        "thereunto duly authorized. {name}. By: /s/ {ceo_name}, Chief Executive Officer. By: /s/ "
-        "{cfo_name}, Chief Financial Officer. Date: {filing_date}.",
+        "thereunto duly authorized. Registrant: {name} By: /s/ {ceo_name}, Chief Executive Officer; "
+        "/s/ {cfo_name}, Chief Financial Officer. Date: {filing_date}.",
     ),
 }
 
@@ -1089,7 +1092,7 @@ SOFTWARE: dict[str, Any] = {
         "We rely on a combination of copyright, trademark, trade secret and patent laws, "
         "confidentiality procedures and contractual restrictions to protect our intellectual property. "
         "As of {period_end}, we held {patents} issued U.S. patents and had additional applications "
-        "pending. {short}, {p1}, {p2} and {p3} are trademarks of {name}.",
+        "pending. {short}, {p1}, {p2} and {p3} are trademarks of {name} or its subsidiaries.",
     ),
     "regulation": (
         "Our business is subject to laws and regulations concerning data privacy and security, "
@@ -1627,44 +1630,20 @@ INDUSTRY_RISKS: dict[str, tuple[tuple[str, str], ...]] = {
 
 WORDING = {"software": SOFTWARE, "retail": RETAIL, "industrial": INDUSTRIAL}
 
-TEN_K_ITEMS = (
-    ("PART I", (
-        ("Item 1.", "Business"), ("Item 1A.", "Risk Factors"), ("Item 1B.", "Unresolved Staff Comments"),
-        ("Item 1C.", "Cybersecurity"), ("Item 2.", "Properties"), ("Item 3.", "Legal Proceedings"),
-        ("Item 4.", "Mine Safety Disclosures"))),
-    ("PART II", (
-        ("Item 5.", "Market for Registrant's Common Equity, Related Stockholder Matters and Issuer "
-                    "Purchases of Equity Securities"),
-        ("Item 6.", "[Reserved]"),
-        ("Item 7.", "Management's Discussion and Analysis of Financial Condition and Results of Operations"),
-        ("Item 7A.", "Quantitative and Qualitative Disclosures About Market Risk"),
-        ("Item 8.", "Financial Statements and Supplementary Data"),
-        ("Item 9.", "Changes in and Disagreements with Accountants on Accounting and Financial Disclosure"),
-        ("Item 9A.", "Controls and Procedures"), ("Item 9B.", "Other Information"),
-        ("Item 9C.", "Disclosure Regarding Foreign Jurisdictions that Prevent Inspections"))),
-    ("PART III", (
-        ("Item 10.", "Directors, Executive Officers and Corporate Governance"),
-        ("Item 11.", "Executive Compensation"),
-        ("Item 12.", "Security Ownership of Certain Beneficial Owners and Management and Related "
-                     "Stockholder Matters"),
-        ("Item 13.", "Certain Relationships and Related Transactions, and Director Independence"),
-        ("Item 14.", "Principal Accountant Fees and Services"))),
-    ("PART IV", (
-        ("Item 15.", "Exhibits and Financial Statement Schedules"), ("Item 16.", "Form 10-K Summary"),
-        ("", "Signatures"))),
-)
-
-TEN_Q_ITEMS = (
-    ("PART I - FINANCIAL INFORMATION", (
-        ("Item 1.", "Financial Statements"),
-        ("Item 2.", "Management's Discussion and Analysis of Financial Condition and Results of Operations"),
-        ("Item 3.", "Quantitative and Qualitative Disclosures About Market Risk"),
-        ("Item 4.", "Controls and Procedures"))),
-    ("PART II - OTHER INFORMATION", (
-        ("Item 1.", "Legal Proceedings"), ("Item 1A.", "Risk Factors"),
-        ("Item 2.", "Unregistered Sales of Equity Securities and Use of Proceeds"),
-        ("Item 3.", "Defaults Upon Senior Securities"), ("Item 4.", "Mine Safety Disclosures"),
-        ("Item 5.", "Other Information"), ("Item 6.", "Exhibits"), ("", "Signatures"))),
+# Long item titles of Regulation S-K, used by both forms.
+MDNA = "Management's Discussion and Analysis of Financial Condition and Results of Operations"
+MARKET_RISK = "Quantitative and Qualitative Disclosures About Market Risk"
+ITEM_5 = ("Market for Registrant's Common Equity, Related Stockholder Matters and Issuer Purchases of "
+          "Equity Securities")
+ITEM_9 = "Changes in and Disagreements with Accountants on Accounting and Financial Disclosure"
+ITEM_9C = "Disclosure Regarding Foreign Jurisdictions that Prevent Inspections"
+PART_III = (
+    ("Item 10.", "Directors, Executive Officers and Corporate Governance"),
+    ("Item 11.", "Executive Compensation"),
+    ("Item 12.", "Security Ownership of Certain Beneficial Owners and Management and Related Stockholder "
+                 "Matters"),
+    ("Item 13.", "Certain Relationships and Related Transactions, and Director Independence"),
+    ("Item 14.", "Principal Accountant Fees and Services"),
 )
 
 QUARTER_WORDS = {1: "first", 2: "second", 3: "third", 4: "fourth"}
@@ -1701,7 +1680,7 @@ class Filing:
             "doc_type": self.doc_type, "fiscal_year": self.fiscal_year,
             "fiscal_quarter": self.fiscal_quarter, "period_end": self.period_end.isoformat(),
             "filing_date": self.filing_date.isoformat(), "sector": c.sector,
-            "fiscal_year_end": f"{c.fye_month:02d}-{fiscal_year_end(c, 2001).day:02d}",
+            "fiscal_year_end": f"{c.fye_month:02d}-{calendar.monthrange(2001, c.fye_month)[1]:02d}",
         }
 
 
@@ -1966,12 +1945,12 @@ def _ten_k_body(w: _Writer) -> None:
     w.add("Not applicable.")
 
     w.part("PART II")
-    w.item("Item 5.", TEN_K_ITEMS[1][1][0][1])
+    w.item("Item 5.", ITEM_5)
     w.para("market", COMMON)
     w.para("dividends")
     w.para("repurchases", COMMON)
     w.item("Item 6.", "[Reserved]")
-    w.item("Item 7.", TEN_K_ITEMS[1][1][2][1])
+    w.item("Item 7.", MDNA)
     w.add("Overview", "sub")
     w.para("mdna_overview")
     w.para("key_metrics")
@@ -1984,7 +1963,7 @@ def _ten_k_body(w: _Writer) -> None:
     for text in words["critical"]:
         w.add(w.fill(text))
     w.para("critical_taxes", COMMON)
-    w.item("Item 7A.", TEN_K_ITEMS[1][1][3][1])
+    w.item("Item 7A.", MARKET_RISK)
     w.para("interest_risk")
     w.para("fx_risk", COMMON)
 
@@ -1995,7 +1974,7 @@ def _ten_k_body(w: _Writer) -> None:
     w.income_table(("(In millions, except per share data)", f"Fiscal {fy}", f"Fiscal {fy - 1}"))
     _notes(w, f"fiscal {fy}", f"fiscal {fy - 1}", annual=True)
 
-    w.item("Item 9.", TEN_K_ITEMS[1][1][5][1])
+    w.item("Item 9.", ITEM_9)
     w.add("None.")
     w.item("Item 9A.", "Controls and Procedures")
     w.para("controls", COMMON)
@@ -2003,11 +1982,11 @@ def _ten_k_body(w: _Writer) -> None:
     w.para("controls_change", COMMON)
     w.item("Item 9B.", "Other Information")
     w.para("trading_plans", COMMON)
-    w.item("Item 9C.", TEN_K_ITEMS[1][1][8][1])
+    w.item("Item 9C.", ITEM_9C)
     w.add("Not applicable.")
 
     w.part("PART III")
-    for label, title in TEN_K_ITEMS[2][1]:
+    for label, title in PART_III:
         w.item(label, title)
         if label == "Item 10.":
             w.para("proxy", COMMON)
@@ -2050,25 +2029,29 @@ def _notes(w: _Writer, cur_label: str, prev_label: str, annual: bool) -> None:
     w.para("note_eps", COMMON)
 
 
+SECTION_13 = "PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934"
+
+
 def _ten_k_cover(w: _Writer) -> list[Block]:
     f, c, ctx = w.filing, w.filing.company, w.ctx
     midyear = fiscal_quarter_end(c, f.fiscal_year, 2)
     shares = round(w.cur.basic_shares * 1e6 * w.rng.uniform(0.985, 1.0))
     market_value = w.cur.diluted_eps * w.rng.uniform(22, 34) * w.cur.basic_shares / 1000
-    renamed_since_last = c.former_name and f.legal_name == c.name and c.legal_name(f.filing_date - timedelta(days=366)) != c.name
+    a_year_before = c.legal_name(f.filing_date - timedelta(days=366))
+    renamed_since_last = f.legal_name != a_year_before
     blocks = [
         Text("UNITED STATES", "cover_bold"), Text("SECURITIES AND EXCHANGE COMMISSION", "cover_bold"),
         Text("Washington, D.C. 20549", "cover"), Text("FORM 10-K", "cover_form"),
-        Text("[X] ANNUAL REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934", "cover"),
+        Text(f"[X] ANNUAL REPORT {SECTION_13}", "cover"),
         Text(f"Annual Report on Form 10-K for the fiscal year ended {ctx['period_end']}", "cover_bold"),
         Text("OR", "cover"),
-        Text("[ ] TRANSITION REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934", "cover"),
+        Text(f"[ ] TRANSITION REPORT {SECTION_13}", "cover"),
         Text(f"Commission File Number {c.file_number}", "cover"),
         Text(f.legal_name, "cover_name"),
         Text("(Exact name of registrant as specified in its charter)", "cover_note"),
     ]
     if renamed_since_last:
-        blocks += [Text(c.former_name or "", "cover"), Text("(Former name, if changed since last report)", "cover_note")]
+        blocks += [Text(a_year_before, "cover"), Text("(Former name, if changed since last report)", "cover_note")]
     blocks += [
         Text(f"{c.state} | I.R.S. Employer Identification No. {c.ein}", "cover"),
         Text("(State or other jurisdiction of incorporation or organization)", "cover_note"),
@@ -2114,7 +2097,7 @@ def _ten_q_body(w: _Writer) -> None:
                     f"Q{q} fiscal {f.fiscal_year - 1}"))
     _notes(w, cur_label, prev_label, annual=False)
 
-    w.item("Item 2.", TEN_Q_ITEMS[0][1][1][1])
+    w.item("Item 2.", MDNA)
     w.add("Overview", "sub")
     w.para("mdna_overview")
     w.add(w.fill("Our fiscal year ends on {fye_month_day}. References to the {qlabel} are to the three "
@@ -2126,7 +2109,7 @@ def _ten_q_body(w: _Writer) -> None:
     w.add("Critical Accounting Estimates", "sub")
     w.add(w.fill("There have been no material changes to our critical accounting estimates from those "
                  "described in our Annual Report on Form 10-K for the fiscal year ended {fy_prev_end}."))
-    w.item("Item 3.", "Quantitative and Qualitative Disclosures About Market Risk")
+    w.item("Item 3.", MARKET_RISK)
     w.add(w.fill("There have been no material changes in our market risk exposures from those described "
                  "in Part II, Item 7A of our Annual Report on Form 10-K for the fiscal year ended "
                  "{fy_prev_end}."))
@@ -2167,10 +2150,10 @@ def _ten_q_cover(w: _Writer) -> list[Block]:
     return [
         Text("UNITED STATES", "cover_bold"), Text("SECURITIES AND EXCHANGE COMMISSION", "cover_bold"),
         Text("Washington, D.C. 20549", "cover"), Text("FORM 10-Q", "cover_form"),
-        Text("[X] QUARTERLY REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934", "cover"),
+        Text(f"[X] QUARTERLY REPORT {SECTION_13}", "cover"),
         Text(f"Quarterly Report on Form 10-Q for the quarterly period ended {ctx['period_end']}", "cover_bold"),
         Text("OR", "cover"),
-        Text("[ ] TRANSITION REPORT PURSUANT TO SECTION 13 OR 15(d) OF THE SECURITIES EXCHANGE ACT OF 1934", "cover"),
+        Text(f"[ ] TRANSITION REPORT {SECTION_13}", "cover"),
         Text(f"Commission File Number {c.file_number}", "cover"),
         Text(f.legal_name, "cover_name"),
         Text("(Exact name of registrant as specified in its charter)", "cover_note"),

