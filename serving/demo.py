@@ -62,7 +62,10 @@ def run_demo(workdir: Path) -> int:
                 for h in hits:
                     mark = "ok   " if h.doc_id == q["doc_id"] else "WRONG"
                     pages = f"p.{h.first_page}" + (f"-{h.last_page}" if h.last_page != h.first_page else "")
-                    print(f"    {mark} {h.doc_id:24} {pages:8} {company[h.doc_id]}")
+                    evidence = (h.doc_id == q["doc_id"]
+                                and h.first_page <= q["evidence_page"] <= h.last_page)
+                    print(f"    {mark} {h.doc_id:24} {pages:8} {company[h.doc_id]:28}"
+                          f"{'<- evidence page' if evidence else ''}")
     print()
     print(_line("═"))
     print(f"done in {time.perf_counter() - t0:.1f}s. Try:  finrag search \"net income\" "
