@@ -315,22 +315,36 @@ class Catalog:
                 out[cid] = ChunkRecord(cid, doc_id, seq, text, fp, lp)
         return out
 
+    def id_runs(self, doc_pks: list[int]) -> list[tuple[int, int]]:
+        """The chunk ids of some documents as runs of consecutive ids (one run per document,
+        since a document's chunks are inserted together)."""
+        runs: list[list[int]] = []
+        for cid in self.chunk_ids(doc_pks).tolist():
+            if runs and cid == runs[-1][1] + 1:
+                runs[-1][1] = cid
+            else:
+                runs.append([cid, cid])
+        return [(lo, hi) for lo, hi in runs]
+
     def fts_search(self, query: str, k: int, doc_pks: list[int] | None = None):
-        """BM25 top-k as (chunk id, score) with higher = better; optionally only in doc_pks."""
+        """BM25 top-k as (chunk id, score) with higher = better; optionally only in doc_pks.
+
+        A scope is searched as rowid ranges, which FTS5 applies inside its index scan (an
+        `IN (subquery)` filter makes it run the full-text query once per candidate row).
+        bm25 uses corpus-wide statistics, so scores from several ranges compare directly."""
         match = fts_query(query)
         if match is None or k <= 0:
             return []
         sql = "SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?"
-        args: list[Any] = [match]
-        if doc_pks is not None:
-            if not doc_pks:
-                return []
-            marks = ",".join("?" * len(doc_pks))
-            sql += f" AND rowid IN (SELECT id FROM chunks WHERE doc IN ({marks}))"
-            args += list(doc_pks)
-        sql += " ORDER BY bm25(chunks_fts) LIMIT ?"
-        args.append(k)
-        return [(int(r[0]), float(r[1])) for r in self.db.execute(sql, args)]
+        tail = " ORDER BY bm25(chunks_fts) LIMIT ?"
+        if doc_pks is None:
+            return [(int(r), float(s)) for r, s in self.db.execute(sql + tail, (match, k))]
+        hits: list[tuple[int, float]] = []
+        for lo, hi in self.id_runs(doc_pks):
+            hits += [(int(r), float(s)) for r, s in self.db.execute(
+                sql + " AND rowid BETWEEN ? AND ?" + tail, (match, lo, hi, k))]
+        hits.sort(key=lambda h: (-h[1], h[0]))
+        return hits[:k]
 
     def counts(self) -> dict[str, int]:
         one = lambda sql: self.db.execute(sql).fetchone()[0]  # noqa: E731

@@ -203,3 +203,19 @@ def test_index_settings_must_match(demo_index, embedder):
         Ingestor(demo_index, embedder, chunk_size=1000)
     with pytest.raises(FileNotFoundError):
         Index.open(demo_index.parent / "nowhere")
+
+
+def test_scoped_fts_ranges_equal_a_plain_rowid_filter(demo_index):
+    """The rowid-range scope gives exactly what a straightforward subquery filter gives."""
+    with Index.open(demo_index) as index:
+        docs = [d.doc_id for d in index.documents()]
+        for scope in ([docs[0]], docs[2:5], docs[::3]):
+            pks = index.scope(scope)
+            marks = ",".join("?" * len(pks))
+            for q in ("total revenue growth", "competition risk customers", "diluted"):
+                expected = index.catalog.db.execute(
+                    "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ? AND rowid IN "
+                    f"(SELECT id FROM chunks WHERE doc IN ({marks})) "
+                    "ORDER BY bm25(chunks_fts), rowid LIMIT 15", [fts_query(q), *pks]).fetchall()
+                got = index.search_fts(q, 15, scope)
+                assert [c for c, _ in got] == [r[0] for r in expected]
