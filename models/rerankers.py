@@ -1,0 +1,354 @@
+"""Rerankers and the rerank cascade.
+
+Every reranker has one interface: ``score(query, passages) -> list[float]`` (higher = more
+relevant, one score per passage, in the passages' order), plus ``model_id`` and ``name``.
+
+- ``MaxSimReranker``: late interaction (ColBERT-style MaxSim) over an embedder's token vectors;
+  the light CPU stage.
+- ``LLMRelevanceScorer``: a causal LM judges "does this document answer the query?" and the
+  score is P(yes) from one forward pass (Qwen3-Reranker style); the large CPU stage.
+- ``CrossEncoderReranker``: a sequence-classification cross-encoder (bge-reranker) through
+  FlagEmbedding's ``FlagReranker``, or plain transformers when FlagEmbedding is unavailable.
+- ``Cascade``: light stage → top M → large stage → adaptive cutoff, with per-stage records.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Hashable, Protocol, Sequence
+
+
+class Reranker(Protocol):
+    name: str
+    model_id: str
+
+    def score(self, query: str, passages: list[str]) -> list[float]: ...
+
+
+# ------------------------------------------------------------------------------------------
+# light stage: late interaction over token vectors
+
+
+class MaxSimReranker:
+    """ColBERT-style MaxSim over a sentence-transformers model's contextual token vectors.
+
+    score = mean over query tokens of the max cosine against any passage token, so it lies in
+    [-1, 1]. Special tokens ([CLS], [SEP]) and padding are left out. The model reads at most
+    ``max_seq_length`` word pieces (256 for all-MiniLM-L6-v2, about 1,000 characters): the
+    rest of a longer passage is truncated and does not count. The model was trained for pooled
+    sentence vectors, not for MaxSim, so this is a cheap filter, not a tuned ColBERT.
+    """
+
+    name = "maxsim"
+
+    def __init__(self, embedder, *, batch_size: int = 32):
+        # an embedder from models.embedders, or a SentenceTransformer model itself
+        import torch
+
+        self._st = getattr(embedder, "_model", embedder)
+        self.model_id = getattr(embedder, "model_id", None) or type(self._st).__name__
+        self.batch_size = batch_size
+        self._special = torch.tensor(sorted(set(self._st.tokenizer.all_special_ids)))
+
+    def _token_vectors(self, texts: list[str]) -> list:
+        """Per text: an (n_tokens, dim) tensor of unit vectors, specials and padding dropped."""
+        import torch
+
+        # output_value=None returns each text's input_ids and attention_mask next to its
+        # token_embeddings, so special tokens are found by id rather than by position
+        rows = self._st.encode(texts, batch_size=self.batch_size, output_value=None,
+                               show_progress_bar=False)
+        out = []
+        for row in rows:
+            ids, mask = row["input_ids"], row["attention_mask"].bool()
+            keep = mask & ~torch.isin(ids, self._special.to(ids.device))
+            vectors = row["token_embeddings"][keep].float()
+            out.append(torch.nn.functional.normalize(vectors, dim=-1).cpu())
+        return out
+
+    def score(self, query: str, passages: list[str]) -> list[float]:
+        import torch
+
+        if not passages:
+            return []
+        q, *docs = self._token_vectors([query, *passages])
+        if len(q) == 0:
+            return [0.0] * len(passages)
+        scores = []
+        with torch.inference_mode():
+            for d in docs:
+                # an empty passage matches nothing: the lowest possible score
+                scores.append(float((q @ d.T).max(dim=1).values.mean().clamp(-1, 1))
+                              if len(d) else -1.0)
+        return scores
+
+
+# ------------------------------------------------------------------------------------------
+# large stage: LLM yes/no relevance
+
+
+_SYSTEM = ('Judge whether the Document meets the requirements based on the Query'
+           '{instruct}. Note that the answer can only be "yes" or "no".')
+_YES = ("yes", "Yes", " yes", " Yes")
+_NO = ("no", "No", " no", " No")
+
+
+def _single_token_ids(tokenizer, forms: Sequence[str]) -> list[int]:
+    ids = []
+    for form in forms:
+        encoded = tokenizer.encode(form, add_special_tokens=False)
+        if len(encoded) == 1 and encoded[0] not in ids:
+            ids.append(encoded[0])
+    if not ids:
+        raise ValueError(f"the tokenizer has no single-token form of any of {forms}")
+    return ids
+
+
+class LLMRelevanceScorer:
+    """P(yes) that a document meets a query's requirements, from one forward pass of a causal LM.
+
+    The prompt is a chat (system: the judging rule; user: ``<Query>: …\\n<Document>: …``) ended
+    with the assistant turn's opening; nothing is generated. The score is a softmax over two
+    logits at the next position: "yes" against "no", each the log-sum-exp over the word's
+    single-token forms (yes/Yes/ yes/ Yes), because small chat models often start with "Yes".
+    Batches are left-padded with explicit position ids, so a batch scores exactly what the
+    prompts score one by one. ``last_usage`` holds the token counts of the last ``score`` call.
+    """
+
+    name = "llm-yesno"
+
+    def __init__(self, engine_or_model, tokenizer=None, *, batch_size: int = 4,
+                 max_passage_chars: int = 3000, instruction: str | None = None,
+                 model_id: str | None = None):
+        if tokenizer is None:  # a TransformersEngine (or anything with .model and .tokenizer)
+            self.model, self.tokenizer = engine_or_model.model, engine_or_model.tokenizer
+        else:
+            self.model, self.tokenizer = engine_or_model, tokenizer
+        self.model_id = model_id or getattr(engine_or_model, "model_id", None) or str(
+            getattr(self.model.config, "_name_or_path", "") or type(self.model).__name__)
+        self.batch_size = batch_size
+        self.max_passage_chars = max_passage_chars
+        self.instruction = instruction
+        self.yes_ids = _single_token_ids(self.tokenizer, _YES)
+        self.no_ids = _single_token_ids(self.tokenizer, _NO)
+        self.last_usage: dict = {"prompt_tokens": 0, "calls": 0, "batches": 0,
+                                 "prompt_tokens_each": []}
+
+    def build_prompt(self, query: str, passage: str) -> str:
+        """The rendered chat text scored for one (query, passage) pair."""
+        instruct = f" and the Instruct ({self.instruction})" if self.instruction else ""
+        messages = [
+            {"role": "system", "content": _SYSTEM.format(instruct=instruct)},
+            {"role": "user",
+             "content": f"<Query>: {query}\n<Document>: {passage[:self.max_passage_chars]}"},
+        ]
+        return self.tokenizer.apply_chat_template(messages, tokenize=False,
+                                                  add_generation_prompt=True)
+
+    def _forward(self, prompts: list[list[int]]) -> list[float]:
+        import torch
+
+        width = max(len(p) for p in prompts)
+        pad = self.tokenizer.pad_token_id or 0  # masked out, so any id will do
+        ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
+        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+        device = next(self.model.parameters()).device
+        with torch.inference_mode():
+            logits = self.model(input_ids=ids.to(device), attention_mask=mask.to(device),
+                                position_ids=positions.to(device), logits_to_keep=1,
+                                use_cache=False).logits[:, -1, :].float()
+        yes = torch.logsumexp(logits[:, self.yes_ids], dim=1)
+        no = torch.logsumexp(logits[:, self.no_ids], dim=1)
+        return torch.sigmoid(yes - no).cpu().tolist()  # = softmax([yes, no])[0]
+
+    def score(self, query: str, passages: list[str]) -> list[float]:
+        encoded = [self.tokenizer(self.build_prompt(query, p), add_special_tokens=False)
+                   ["input_ids"] for p in passages]
+        # similar lengths share a batch: less padding, same results
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+        scores = [0.0] * len(encoded)
+        batches = 0
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start:start + self.batch_size]
+            for i, s in zip(chunk, self._forward([encoded[i] for i in chunk])):
+                scores[i] = s
+            batches += 1
+        each = [len(e) for e in encoded]
+        self.last_usage = {"prompt_tokens": sum(each), "calls": len(each), "batches": batches,
+                           "prompt_tokens_each": each}
+        return scores
+
+
+# ------------------------------------------------------------------------------------------
+# cross-encoder (bge-reranker family)
+
+
+class CrossEncoderReranker:
+    """A sequence-classification cross-encoder; the score is its raw relevance logit.
+
+    ``backend="auto"`` uses FlagEmbedding's FlagReranker (imported only here) and falls back
+    to transformers when FlagEmbedding cannot be imported (1.4.2 breaks on transformers
+    ≥5.24). Both read ``query [SEP] passage`` truncated to ``max_length`` tokens, passage side
+    first (FlagReranker also caps the query at 3/4 of ``max_length``).
+    """
+
+    name = "cross-encoder"
+
+    def __init__(self, path: str | Path, *, use_fp16: bool = False, batch_size: int = 16,
+                 max_length: int = 512, backend: str = "auto", device: str | None = None,
+                 model_id: str | None = None):
+        self.model_id = model_id or str(path)
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self._flag = None
+        if backend in ("auto", "flag"):
+            try:
+                from FlagEmbedding import FlagReranker
+            except ImportError:
+                if backend == "flag":
+                    raise
+            else:
+                self._flag = FlagReranker(str(path), use_fp16=use_fp16, batch_size=batch_size,
+                                          max_length=max_length, devices=device)
+        elif backend != "transformers":
+            raise ValueError(f"unknown backend {backend!r}: auto, flag or transformers")
+        self.backend = "flag" if self._flag is not None else "transformers"
+        if self._flag is None:
+            import torch
+            from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+            self._device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+            self._tokenizer = AutoTokenizer.from_pretrained(path)
+            dtype = torch.float16 if use_fp16 and self._device != "cpu" else torch.float32
+            self._model = AutoModelForSequenceClassification.from_pretrained(
+                path, dtype=dtype).to(self._device).eval()
+
+    def score(self, query: str, passages: list[str]) -> list[float]:
+        if not passages:
+            return []
+        pairs = [(query, p) for p in passages]
+        if self._flag is not None:
+            return [float(s) for s in self._flag.compute_score(pairs)]
+        import torch
+
+        scores: list[float] = []
+        for start in range(0, len(pairs), self.batch_size):
+            batch = pairs[start:start + self.batch_size]
+            enc = self._tokenizer([q for q, _ in batch], [p for _, p in batch], padding=True,
+                                  truncation="only_second", max_length=self.max_length,
+                                  return_tensors="pt").to(self._device)
+            with torch.inference_mode():
+                scores += self._model(**enc).logits.view(-1).float().cpu().tolist()
+        return scores
+
+
+# ------------------------------------------------------------------------------------------
+# adaptive cutoff and the cascade
+
+
+def adaptive_cutoff(scores: Sequence[float], cumulative: float = 0.55, cliff: float = 0.15,
+                    min_keep: int = 1, max_keep: int | None = None) -> int:
+    """How many of ``scores`` (best first) to keep.
+
+    Scores are min-max normalised to [0, 1]. Items are kept in order until their normalised
+    scores add up to ``cumulative`` of the total, stopping before an item that falls more than
+    ``cliff`` below the one above it. All-equal scores count as 1 each (so the cumulative rule
+    keeps that share of the items). The result is clamped to [min_keep, max_keep] and never
+    exceeds len(scores).
+    """
+    n = len(scores)
+    if n == 0:
+        return 0
+    lo, hi = min(scores), max(scores)
+    norm = [1.0] * n if hi == lo else [(s - lo) / (hi - lo) for s in scores]
+    target = cumulative * sum(norm)
+    kept, total = 0, 0.0
+    for i, value in enumerate(norm):
+        if i and norm[i - 1] - value > cliff:
+            break
+        kept, total = kept + 1, total + value
+        if total >= target - 1e-12:
+            break
+    kept = max(kept, min_keep)
+    if max_keep is not None:
+        kept = min(kept, max_keep)
+    return min(kept, n)
+
+
+@dataclass
+class StageRecord:
+    """One cascade stage: what it scored (ids and scores, best first), how many came in and
+    went on, wall seconds and process CPU seconds (all threads)."""
+
+    stage: str  # light | large | cutoff
+    model_id: str | None
+    ids: list
+    scores: list[float]
+    n_in: int
+    n_out: int
+    seconds: float
+    cpu_seconds: float
+    usage: dict | None = None  # token counts when the stage is an LLM
+
+
+@dataclass
+class CascadeResult:
+    ids: list  # kept ids, best first
+    scores: list[float]  # their scores from the last scoring stage
+    stages: list[StageRecord] = field(default_factory=list)
+
+    def stage(self, name: str) -> StageRecord | None:
+        return next((s for s in self.stages if s.stage == name), None)
+
+
+class Cascade:
+    """Light stage → top ``large_top_m`` → large stage → adaptive cutoff → ≤ ``keep_k``.
+
+    The first ``light_top_n`` candidates (in the retriever's order) enter. Without a light
+    stage the first ``large_top_m`` of them go to the large stage as they are; without a large
+    stage the light stage's top ``large_top_m`` are cut by their light scores.
+    """
+
+    def __init__(self, light: Reranker | None, large: Reranker | None, *, light_top_n: int = 50,
+                 large_top_m: int = 10, keep_k: int = 5, cumulative: float = 0.55,
+                 cliff: float = 0.15):
+        if light is None and large is None:
+            raise ValueError("a cascade needs at least one stage")
+        self.light, self.large = light, large
+        self.light_top_n, self.large_top_m, self.keep_k = light_top_n, large_top_m, keep_k
+        self.cumulative, self.cliff = cumulative, cliff
+
+    @staticmethod
+    def _run(stage: str, reranker: Reranker, query: str, items: list[tuple[Hashable, str]],
+             n_out: int) -> StageRecord:
+        t0, c0 = time.perf_counter(), time.process_time()
+        raw = reranker.score(query, [text for _, text in items])
+        seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+        order = sorted(range(len(items)), key=lambda i: -raw[i])  # stable: ties keep order
+        usage = getattr(reranker, "last_usage", None)
+        return StageRecord(stage, reranker.model_id, [items[i][0] for i in order],
+                           [float(raw[i]) for i in order], len(items), min(n_out, len(items)),
+                           seconds, cpu, dict(usage) if usage else None)
+
+    def rerank(self, query: str, candidates: list[tuple[Hashable, str]]) -> CascadeResult:
+        pool = list(candidates[:self.light_top_n])
+        stages: list[StageRecord] = []
+        text = dict(pool)
+        if self.light is not None:
+            rec = self._run("light", self.light, query, pool, self.large_top_m)
+            stages.append(rec)
+            ids, scores = rec.ids[:rec.n_out], rec.scores[:rec.n_out]
+        else:
+            ids, scores = [i for i, _ in pool[:self.large_top_m]], None
+        if self.large is not None:
+            rec = self._run("large", self.large, query, [(i, text[i]) for i in ids], len(ids))
+            stages.append(rec)
+            ids, scores = rec.ids, rec.scores
+        t0, c0 = time.perf_counter(), time.process_time()
+        kept = adaptive_cutoff(scores, self.cumulative, self.cliff, max_keep=self.keep_k)
+        stages.append(StageRecord("cutoff", None, ids[:kept], scores[:kept], len(ids), kept,
+                                  time.perf_counter() - t0, time.process_time() - c0))
+        return CascadeResult(ids[:kept], scores[:kept], stages)

@@ -1,0 +1,63 @@
+"""What the router LLM must return: the entities that pick the filing(s), and the rewritten
+search query and keywords — routing and query rewriting in ONE constrained call."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Year = Annotated[int, Field(ge=1990, le=2099)]
+Quarter = Annotated[int, Field(ge=1, le=4)]
+DocType = Literal["10-K", "10-Q", "8-K", "earnings", "annual report"]
+
+
+class RouterOutput(BaseModel):
+    """Field order is generation order: the entities that pick filings come first."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    companies: list[Annotated[str, Field(max_length=60)]] = Field(
+        default_factory=list, max_length=3,
+        description="company names as the question writes them")
+    fiscal_years: list[Year] = Field(default_factory=list, max_length=4)
+    fiscal_quarters: list[Quarter] = Field(default_factory=list, max_length=4)
+    doc_types: list[DocType] = Field(default_factory=list, max_length=2)
+    tickers: list[Annotated[str, Field(pattern=r"^[A-Z]{1,5}$")]] = Field(
+        default_factory=list, max_length=3, description="stock tickers if the question gives them")
+    search_query: Annotated[str, Field(max_length=200)] = Field(
+        "", description="the question rewritten as a search query, without company or year")
+    keywords: list[Annotated[str, Field(max_length=40)]] = Field(default_factory=list,
+                                                                 max_length=6)
+
+
+ROUTER_SYSTEM_PROMPT = """You read a question about SEC filings and extract, as JSON:
+- companies: the company names mentioned (as written), at most 3
+- fiscal_years: 4-digit fiscal years mentioned (FY2022 -> 2022), else []
+- fiscal_quarters: quarter numbers mentioned (Q2 -> 2), else []
+- doc_types: "10-K", "10-Q", "8-K", "earnings" or "annual report" if the question names one
+- tickers: stock tickers written in the question in capitals (e.g. AAPL), else []
+- search_query: the question as a short search query without the company and year
+- keywords: up to 6 financial terms to search for
+Answer with the JSON only."""
+
+ROUTER_EXAMPLES = [
+    ("What was Best Buy's operating income in Q2 FY2024 according to its 10-Q?",
+     '{"companies": ["Best Buy"], "fiscal_years": [2024], "fiscal_quarters": [2], '
+     '"doc_types": ["10-Q"], "tickers": [], "search_query": "operating income second quarter", '
+     '"keywords": ["operating income"]}'),
+    ("Using the cash flow statement, how much did NVDA and Intel spend on capex in FY2021 "
+     "and FY2022?",
+     '{"companies": ["NVDA", "Intel"], "fiscal_years": [2021, 2022], "fiscal_quarters": [], '
+     '"doc_types": [], "tickers": ["NVDA"], "search_query": "capital expenditures cash flow '
+     'statement", "keywords": ["capital expenditures", "purchases of property and equipment"]}'),
+]
+
+
+def router_messages(question: str) -> list[dict]:
+    """Chat messages for one routing call (the question is data, never instructions)."""
+    messages = [{"role": "system", "content": ROUTER_SYSTEM_PROMPT}]
+    for q, a in ROUTER_EXAMPLES:
+        messages += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+    messages.append({"role": "user", "content": question.strip()[:2000]})
+    return messages

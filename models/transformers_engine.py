@@ -1,0 +1,157 @@
+"""The CPU LLM engine: a transformers causal LM behind the vLLM-shaped contract in models.llm.
+
+Prompts are batched with left padding; token counts come from the ids the model actually read
+and wrote. Structured output masks the logits with an Outlines JSON-schema processor, so every
+token keeps the text inside the schema's grammar; the result is then validated by pydantic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, ValidationError
+
+from models.llm import Completion, SamplingParams, StructuredOutputError, T
+
+_BATCH = 8  # prompts per forward batch: bounds padding waste and memory on CPU
+
+
+class TransformersEngine:
+    def __init__(self, path: str | Path, *, model_id: str | None = None, threads: int | None = None,
+                 max_input_tokens: int = 8192):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        if threads:
+            torch.set_num_threads(threads)
+        self.model_id = model_id or str(path)
+        self.path = Path(path)
+        self.max_input_tokens = max_input_tokens
+        self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token_id is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True,
+                                                          dtype=torch.float32)
+        self.model.eval()
+        self._outlines = None
+        self._json_processors: dict[str, object] = {}
+
+    # prompts ------------------------------------------------------------------------
+    def render(self, prompt: str | list[dict]) -> str:
+        """Chat messages go through the model's chat template; strings are used as they are."""
+        if isinstance(prompt, str):
+            return prompt
+        return self.tokenizer.apply_chat_template(prompt, tokenize=False,
+                                                  add_generation_prompt=True)
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    # generation ---------------------------------------------------------------------
+    def _generate(self, texts: list[str], params: SamplingParams, processor=None):
+        import torch
+        from transformers import LogitsProcessorList
+
+        enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        n_prompt = enc["attention_mask"].sum(dim=1).tolist()
+        if max(n_prompt) > self.max_input_tokens:
+            raise ValueError(f"prompt of {max(n_prompt)} tokens exceeds the engine's limit of "
+                             f"{self.max_input_tokens}")
+        kwargs = dict(max_new_tokens=params.max_tokens, pad_token_id=self.tokenizer.pad_token_id)
+        if params.temperature > 0:
+            kwargs.update(do_sample=True, temperature=params.temperature, top_p=params.top_p)
+            if params.seed is not None:
+                torch.manual_seed(params.seed)
+        else:
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        if params.stop:
+            kwargs.update(stop_strings=params.stop, tokenizer=self.tokenizer)
+        if processor is not None:
+            processor.reset()
+            kwargs["logits_processor"] = LogitsProcessorList([processor])
+        with torch.inference_mode():
+            out = self.model.generate(**enc, **kwargs)
+        new = out[:, enc["input_ids"].shape[1]:]
+        results = []
+        eos = {self.tokenizer.eos_token_id, self.tokenizer.pad_token_id}
+        for row, prompt_len in zip(new.tolist(), n_prompt):
+            ids = list(row)
+            while ids and ids[-1] == self.tokenizer.pad_token_id:  # padding after an early stop
+                ids.pop()
+            finished = len(ids) < params.max_tokens or (ids and ids[-1] in eos)
+            if ids and ids[-1] in eos:
+                ids_text = ids[:-1]
+            else:
+                ids_text = ids
+            text = self.tokenizer.decode(ids_text, skip_special_tokens=True)
+            for s in params.stop:
+                cut = text.find(s)
+                if cut >= 0:
+                    text, finished = text[:cut], True
+            results.append((text, prompt_len, len(ids), "stop" if finished else "length"))
+        return results
+
+    def generate(self, prompts: list[str | list[dict]], params: SamplingParams | None = None,
+                 *, _processor=None) -> list[Completion]:
+        params = params or SamplingParams()
+        texts = [self.render(p) for p in prompts]
+        completions: list[Completion] = []
+        for start in range(0, len(texts), _BATCH):
+            batch = texts[start:start + _BATCH]
+            t0 = time.perf_counter()
+            rows = self._generate(batch, params, _processor)
+            # one forward batch serves all its prompts: each carries the batch's wall time
+            latency = time.perf_counter() - t0
+            completions += [Completion(text, p, c, latency, reason) for text, p, c, reason in rows]
+        return completions
+
+    def _json_processor(self, schema: type[BaseModel]):
+        key = json.dumps(schema.model_json_schema(), sort_keys=True)
+        if key not in self._json_processors:
+            import outlines
+            from outlines.backends import get_json_schema_logits_processor
+
+            if self._outlines is None:
+                self._outlines = outlines.from_transformers(self.model, self.tokenizer)
+            # one optional space between JSON tokens keeps small models from looping on
+            # whitespace, which the default pattern allows without bound
+            self._json_processors[key] = get_json_schema_logits_processor(
+                None, self._outlines, key, whitespace_pattern=r"[ ]?")
+        return self._json_processors[key]
+
+    def generate_json(self, prompts: list[str | list[dict]], schema: type[T],
+                      params: SamplingParams | None = None, *, attempts: int = 2
+                      ) -> list[tuple[T, Completion]]:
+        """Each prompt's completion parsed into ``schema``. The grammar keeps the text valid;
+        a completion cut off by max_tokens is retried once with twice the budget, then an error."""
+        params = params or SamplingParams(max_tokens=256)
+        processor = self._json_processor(schema)
+        results: list[tuple[T, Completion] | None] = [None] * len(prompts)
+        pending = list(range(len(prompts)))
+        budget = params.max_tokens
+        for _ in range(max(1, attempts)):
+            run = SamplingParams(**{**params.__dict__, "max_tokens": budget, "stop": []})
+            outs = []
+            for i in pending:  # one at a time: the processor's state is per sequence batch
+                outs += self.generate([prompts[i]], run, _processor=processor)
+            still = []
+            for i, comp in zip(pending, outs):
+                try:
+                    results[i] = (schema.model_validate_json(comp.text), comp)
+                except ValidationError:
+                    still.append(i)
+            pending, budget = still, budget * 2
+            if not pending:
+                break
+        if pending:
+            raise StructuredOutputError(
+                f"{len(pending)} prompt(s) gave no {schema.__name__} valid JSON after "
+                f"{attempts} attempt(s) (last budget {budget // 2} tokens)")
+        return results  # type: ignore[return-value]

@@ -1,0 +1,70 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from models.profiles import ROLES, load_config, resolve_role
+from models.weights import WeightsError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_packaged_profiles_load_with_every_role():
+    config = load_config(env={})
+    assert config.profile == "cpu"
+    for name in ("tiny", "cpu", "gpu"):
+        profile = config.active(name)
+        assert set(profile.roles) == set(ROLES)
+    assert config.active("gpu").engine == "vllm" and config.active("gpu").allow_hub
+    assert not config.active("cpu").allow_hub and not config.active("tiny").allow_hub
+
+
+def test_env_and_file_overrides(tmp_path):
+    config = load_config(env={"FINRAG_PROFILE": "tiny", "FINRAG_ROUTER_MODEL": str(tmp_path)})
+    assert config.profile == "tiny"
+    assert config.active().role("router").model == str(tmp_path)
+    w = resolve_role(config.active(), "router")
+    assert (w.source, w.verified) == ("local", False)
+    user = tmp_path / "finrag.yaml"
+    user.write_text("profile: gpu\nprofiles:\n  gpu:\n    roles:\n      generator:\n"
+                    "        kind: llm\n        model: my-org/my-llm\n")
+    config = load_config(user, env={})
+    assert config.profile == "gpu" and config.active().role("generator").model == "my-org/my-llm"
+    assert config.active().role("router").model.startswith("Qwen/")  # the rest is kept
+    with pytest.raises(ValueError, match="unknown profile"):
+        load_config(env={"FINRAG_PROFILE": "huge"}).active()
+
+
+def test_hub_ids_only_where_the_profile_allows_them():
+    config = load_config(env={"FINRAG_GENERATOR_MODEL": "some-org/some-model"})
+    with pytest.raises(WeightsError, match="does not allow the model hub"):
+        resolve_role(config.active("cpu"), "generator")
+    gpu = load_config(env={}).active("gpu")
+    w = resolve_role(gpu, "generator")
+    assert (w.source, w.path, w.verified) == ("hub", "Qwen/Qwen2.5-7B-Instruct", False)
+
+
+def test_models_cli_prepare_list_and_corruption(tmp_path):
+    env = dict(os.environ, HF_HUB_OFFLINE="1", FINRAG_CACHE=str(tmp_path / "cache"))
+    run = lambda *a: subprocess.run([sys.executable, "-m", "serving.cli", "models", *a],  # noqa
+                                    env=env, cwd=REPO, capture_output=True, text=True,
+                                    timeout=600)
+    res = run("list", "--profile", "tiny")
+    assert res.returncode == 1 and "not prepared yet" in res.stdout
+    res = run("prepare", "--profile", "tiny")
+    assert res.returncode == 0, res.stderr
+    res = run("list", "--profile", "tiny", "--json")
+    assert res.returncode == 0
+    roles = {r["role"]: r for r in json.loads(res.stdout)["roles"]}
+    assert all(r["state"] == "verified" and r["source"] == "package" for r in roles.values())
+    converted = Path(roles["generator"]["path"]) / "model.safetensors"
+    with open(converted, "r+b") as f:  # damage the cached copy
+        f.seek(4096)
+        f.write(b"\x00" * 64)
+    os.utime(converted, ns=(1, 1))
+    res = run("list", "--profile", "tiny")
+    assert res.returncode == 1
+    assert "sha256 mismatch" in res.stdout and "finrag models prepare" in res.stdout
