@@ -36,6 +36,7 @@ class IndexSettings:
     chunk_size: int = 2500
     chunk_overlap: int = 1250
     embedder: str = "minilm"
+    embedder_kind: str = "sentence-transformers"  # models.embedders.load_embedder(kind=...)
     embedder_model_id: str = ""
     dim: int = 0
     variant: str = "plain"

@@ -128,7 +128,9 @@ class Ingestor:
         self.index = Index.create_or_open(
             index_dir,
             IndexSettings(chunk_size=chunk_size, chunk_overlap=chunk_overlap,
-                          embedder=embedder.name, embedder_model_id=embedder.model_id,
+                          embedder=embedder.name,
+                          embedder_kind=getattr(embedder, "kind", "sentence-transformers"),
+                          embedder_model_id=embedder.model_id,
                           dim=embedder.dim),
         )
 

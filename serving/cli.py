@@ -79,7 +79,7 @@ def cmd_search(args) -> int:
     with Index.open(_index_dir(args)) as index:
         vector = None
         if args.mode != "fts":
-            embedder = load_embedder(index.settings.embedder)
+            embedder = load_embedder(index.settings.embedder, kind=index.settings.embedder_kind)
             vector = embedder.encode([query])[0]
         try:
             if args.mode == "hybrid":
