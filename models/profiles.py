@@ -132,3 +132,18 @@ def _converted(model: PackagedGGUF) -> bool:
 
     folder = cache_dir() / "transformers" / f"{Path(model.filename).stem}-{model.sha256[:12]}"
     return (folder / "finrag-converted.json").is_file()
+
+
+def load_llm(profile: Profile, role: str = "generator", **kwargs):
+    """The engine for an LLM role: vLLM where the profile says so, else transformers."""
+    spec = profile.role(role)
+    if spec.kind not in ("llm", "llm-scorer"):
+        raise ValueError(f"role {role!r} is a {spec.kind}, not an LLM")
+    weights = resolve_role(profile, role)
+    if profile.engine == "vllm":
+        from models.vllm_engine import VLLMEngine
+
+        return VLLMEngine(weights.path, **kwargs)
+    from models.transformers_engine import TransformersEngine
+
+    return TransformersEngine(weights.path, model_id=spec.model, **kwargs)

@@ -68,3 +68,16 @@ def test_models_cli_prepare_list_and_corruption(tmp_path):
     res = run("list", "--profile", "tiny")
     assert res.returncode == 1
     assert "sha256 mismatch" in res.stdout and "finrag models prepare" in res.stdout
+
+
+def test_load_llm_picks_the_profile_engine():
+    from models.profiles import load_llm
+    from models.transformers_engine import TransformersEngine
+
+    tiny = load_config(env={}).active("tiny")
+    resolve_role(tiny, "router", prepare=True)
+    engine = load_llm(tiny, "router")
+    assert isinstance(engine, TransformersEngine)
+    assert engine.model_id == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    with pytest.raises(ValueError, match="not an LLM"):
+        load_llm(tiny, "embedder")
