@@ -7,8 +7,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Year = Annotated[int, Field(ge=1990, le=2099)]
-Quarter = Annotated[int, Field(ge=1, le=4)]
+# Enumerated rather than ge/le bounds: a JSON-schema grammar enforces an enum token by token,
+# while numeric bounds are only checked after the fact (a small model writes "FY20" as 20).
+Year = Literal[tuple(range(1990, 2100))]  # type: ignore[valid-type]
+Quarter = Literal[1, 2, 3, 4]
 DocType = Literal["10-K", "10-Q", "8-K", "earnings", "annual report"]
 
 
@@ -18,22 +20,21 @@ class RouterOutput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     companies: list[Annotated[str, Field(max_length=60)]] = Field(
-        default_factory=list, max_length=3,
+        max_length=3,
         description="company names as the question writes them")
-    fiscal_years: list[Year] = Field(default_factory=list, max_length=4)
-    fiscal_quarters: list[Quarter] = Field(default_factory=list, max_length=4)
-    doc_types: list[DocType] = Field(default_factory=list, max_length=2)
+    fiscal_years: list[Year] = Field(max_length=4)
+    fiscal_quarters: list[Quarter] = Field(max_length=4)
+    doc_types: list[DocType] = Field(max_length=2)
     tickers: list[Annotated[str, Field(pattern=r"^[A-Z]{1,5}$")]] = Field(
-        default_factory=list, max_length=3, description="stock tickers if the question gives them")
+        max_length=3, description="stock tickers if the question gives them")
     search_query: Annotated[str, Field(max_length=200)] = Field(
-        "", description="the question rewritten as a search query, without company or year")
-    keywords: list[Annotated[str, Field(max_length=40)]] = Field(default_factory=list,
-                                                                 max_length=6)
+        description="the question rewritten as a search query, without company or year")
+    keywords: list[Annotated[str, Field(max_length=40)]] = Field(max_length=6)
 
 
 ROUTER_SYSTEM_PROMPT = """You read a question about SEC filings and extract, as JSON:
 - companies: the company names mentioned (as written), at most 3
-- fiscal_years: 4-digit fiscal years mentioned (FY2022 -> 2022), else []
+- fiscal_years: 4-digit fiscal years mentioned (FY2022 -> 2022, FY21 -> 2021), else []
 - fiscal_quarters: quarter numbers mentioned (Q2 -> 2), else []
 - doc_types: "10-K", "10-Q", "8-K", "earnings" or "annual report" if the question names one
 - tickers: stock tickers written in the question in capitals (e.g. AAPL), else []

@@ -113,6 +113,7 @@ class TransformersEngine:
         return completions
 
     def _json_processor(self, schema: type[BaseModel]):
+        schema_json = json.dumps(schema.model_json_schema())  # property order = output order
         key = json.dumps(schema.model_json_schema(), sort_keys=True)
         if key not in self._json_processors:
             import outlines
@@ -123,35 +124,39 @@ class TransformersEngine:
             # one optional space between JSON tokens keeps small models from looping on
             # whitespace, which the default pattern allows without bound
             self._json_processors[key] = get_json_schema_logits_processor(
-                None, self._outlines, key, whitespace_pattern=r"[ ]?")
+                None, self._outlines, schema_json, whitespace_pattern=r"[ ]?")
         return self._json_processors[key]
 
     def generate_json(self, prompts: list[str | list[dict]], schema: type[T],
-                      params: SamplingParams | None = None, *, attempts: int = 2
+                      params: SamplingParams | None = None, *, attempts: int = 3
                       ) -> list[tuple[T, Completion]]:
-        """Each prompt's completion parsed into ``schema``. The grammar keeps the text valid;
-        a completion cut off by max_tokens is retried once with twice the budget, then an error."""
+        """Each prompt's completion parsed into ``schema``. The grammar keeps the text inside
+        the schema's syntax; what it cannot enforce is checked by pydantic. A failed prompt is
+        retried (bounded): with twice the token budget if it was cut off, else sampled
+        (temperature >= 0.7, a fresh seed), since a greedy retry would repeat itself."""
         params = params or SamplingParams(max_tokens=256)
         processor = self._json_processor(schema)
         results: list[tuple[T, Completion] | None] = [None] * len(prompts)
         pending = list(range(len(prompts)))
-        budget = params.max_tokens
-        for _ in range(max(1, attempts)):
-            run = SamplingParams(**{**params.__dict__, "max_tokens": budget, "stop": []})
-            outs = []
+        run = SamplingParams(**{**params.__dict__, "stop": []})
+        for attempt in range(max(1, attempts)):
+            still, truncated = [], False
             for i in pending:  # one at a time: the processor's state is per sequence batch
-                outs += self.generate([prompts[i]], run, _processor=processor)
-            still = []
-            for i, comp in zip(pending, outs):
+                comp = self.generate([prompts[i]], run, _processor=processor)[0]
                 try:
                     results[i] = (schema.model_validate_json(comp.text), comp)
                 except ValidationError:
                     still.append(i)
-            pending, budget = still, budget * 2
+                    truncated |= comp.finish_reason == "length"
+            pending = still
             if not pending:
                 break
+            run = SamplingParams(**{**run.__dict__,
+                                    "max_tokens": run.max_tokens * (2 if truncated else 1),
+                                    "temperature": max(run.temperature, 0.7),
+                                    "seed": (params.seed or 0) + attempt + 1})
         if pending:
             raise StructuredOutputError(
                 f"{len(pending)} prompt(s) gave no {schema.__name__} valid JSON after "
-                f"{attempts} attempt(s) (last budget {budget // 2} tokens)")
+                f"{attempts} attempt(s) (last budget {run.max_tokens} tokens)")
         return results  # type: ignore[return-value]
