@@ -25,12 +25,24 @@ class RoleSpec(BaseModel):
     model: str
 
 
+class CascadeSettings(BaseModel):
+    """The reranker cascade: light over N → top M → large → adaptive cutoff → at most K."""
+
+    model_config = ConfigDict(extra="forbid")
+    light_top_n: int = 50
+    large_top_m: int = 10
+    keep_k: int = 5
+    cumulative: float = 0.55  # keep until this share of the normalised score mass …
+    cliff: float = 0.15  # … or until a drop larger than this between neighbours
+
+
 class Profile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = ""
     engine: Literal["transformers", "vllm"] = "transformers"
     allow_hub: bool = False
     roles: dict[str, RoleSpec]
+    cascade: CascadeSettings = CascadeSettings()
 
     def role(self, name: str) -> RoleSpec:
         if name not in self.roles:
@@ -147,3 +159,32 @@ def load_llm(profile: Profile, role: str = "generator", **kwargs):
     from models.transformers_engine import TransformersEngine
 
     return TransformersEngine(weights.path, model_id=spec.model, **kwargs)
+
+
+def load_reranker(profile: Profile, role: str, *, embedder=None, engine=None):
+    """The reranker a role names: MaxSim over the embedder, an LLM yes/no scorer, or a
+    cross-encoder. Pass an already loaded embedder or engine to share it between roles."""
+    from models import rerankers
+
+    spec = profile.role(role)
+    if spec.kind == "maxsim":
+        from models.embedders import load_embedder
+
+        if embedder is None:
+            weights = resolve_role(profile, role)
+            embedder = load_embedder(weights.path)
+        return rerankers.MaxSimReranker(embedder)
+    if spec.kind == "llm-scorer":
+        return rerankers.LLMRelevanceScorer(engine or load_llm(profile, role), model_id=spec.model)
+    if spec.kind == "cross-encoder":
+        return rerankers.CrossEncoderReranker(resolve_role(profile, role).path, model_id=spec.model)
+    raise ValueError(f"role {role!r} is a {spec.kind}, not a reranker")
+
+
+def load_cascade(profile: Profile, **shared):
+    """The profile's two-stage cascade with its configured cut-offs."""
+    from models.rerankers import Cascade
+
+    light = load_reranker(profile, "light_reranker", **shared)
+    large = load_reranker(profile, "large_reranker", **shared)
+    return Cascade(light, large, **profile.cascade.model_dump())

@@ -81,3 +81,23 @@ def test_load_llm_picks_the_profile_engine():
     assert engine.model_id == "HuggingFaceTB/SmolLM2-135M-Instruct"
     with pytest.raises(ValueError, match="not an LLM"):
         load_llm(tiny, "embedder")
+
+
+def test_cascade_from_profile_settings():
+    from models.profiles import load_cascade
+    from models.rerankers import LLMRelevanceScorer, MaxSimReranker
+
+    config = load_config(env={})
+    assert config.active("cpu").cascade.cumulative == 0.55
+    assert config.active("cpu").cascade.cliff == 0.15
+    tiny = config.active("tiny")
+    resolve_role(tiny, "large_reranker", prepare=True)
+    cascade = load_cascade(tiny)
+    assert isinstance(cascade.light, MaxSimReranker)
+    assert isinstance(cascade.large, LLMRelevanceScorer)
+    candidates = [(1, "Net income was $5 million in fiscal 2023."), (2, "The board met."),
+                  (3, "Revenue and net income grew."), (4, "Weather was mild.")]
+    result = cascade.rerank("What was net income?", candidates)
+    assert 1 <= len(result.ids) <= tiny.cascade.keep_k
+    assert set(result.ids) <= {1, 2, 3, 4}
+    assert [s.stage for s in result.stages][:2] == ["light", "large"]
