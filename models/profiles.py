@@ -36,6 +36,21 @@ class CascadeSettings(BaseModel):
     cliff: float = 0.15  # … or until a drop larger than this between neighbours
 
 
+class PipelineSettings(BaseModel):
+    """Retrieval and generation budgets of the systems (DESIGN.md §5 defaults)."""
+
+    model_config = ConfigDict(extra="forbid")
+    fts_k: int = 20  # BM25 candidates
+    dense_k: int = 30  # dense candidates
+    rrf_k: int = 60
+    large_rerank: bool = True  # run the cascade's large stage (False: light stage + cutoff)
+    context_tokens: int = 3000  # generator context budget for retrieved text
+    answer_tokens: int = 256  # generator max new tokens
+    sfr_part_tokens: int = 6000  # SFR: whole-document parts of at most this many tokens
+    agentic_max_retries: int = 2  # entity-anchored retries after a failed verification
+    verify_chunks: int = 3  # top chunks shown to the agentic verification call
+
+
 class Profile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = ""
@@ -43,6 +58,7 @@ class Profile(BaseModel):
     allow_hub: bool = False
     roles: dict[str, RoleSpec]
     cascade: CascadeSettings = CascadeSettings()
+    pipeline: PipelineSettings = PipelineSettings()
 
     def role(self, name: str) -> RoleSpec:
         if name not in self.roles:

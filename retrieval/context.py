@@ -1,0 +1,144 @@
+"""Context assembly under a token budget, the generation prompt, and citations.
+
+The context is a list of blocks, each one chunk (or one part of a whole document for SFR),
+headed ``[doc_id p.N]`` so the generator can cite it the same way. Inside a block a page break
+is marked ``[p.N]``: chunks keep pages joined by a newline, so every newline in a chunk's
+text is a page boundary (page text itself has its whitespace collapsed at chunking).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Callable
+
+from retrieval.answer import Citation
+
+NOT_FOUND = "Not found in the provided filings."
+
+SYSTEM_PROMPT = (
+    "You answer questions about companies' SEC filings using ONLY the context passages given. "
+    "Each passage starts with a tag like [DOC_ID p.N]. Cite the passages you use by copying "
+    "their tag, e.g. [3M_2018_10K p.60]. Give numbers with their units. If the context does "
+    "not contain the answer, reply exactly: " + NOT_FOUND
+)
+
+
+@dataclass
+class Block:
+    doc_id: str
+    first_page: int
+    last_page: int
+    text: str  # with [p.N] markers at page breaks
+    tokens: int
+    chunk_id: int | None = None  # None for an SFR part of a whole document
+
+    @property
+    def tag(self) -> str:
+        return f"[{self.doc_id} p.{self.first_page}]"
+
+    def render(self) -> str:
+        return f"{self.tag}\n{self.text}"
+
+
+def mark_pages(text: str, first_page: int) -> str:
+    """Insert ``[p.N]`` where a chunk crosses into page N."""
+    parts = text.split("\n")
+    return "".join(part if i == 0 else f" [p.{first_page + i}] {part}"
+                   for i, part in enumerate(parts))
+
+
+def truncate_to_tokens(text: str, tokens: int, count: Callable[[str], int]) -> str:
+    """The longest prefix of ``text`` (cut at a space) that fits in ``tokens``."""
+    if tokens <= 0:
+        return ""
+    if count(text) <= tokens:
+        return text
+    lo, hi = 0, len(text)
+    while lo < hi:  # binary search on characters; token counts are monotone enough in length
+        mid = (lo + hi + 1) // 2
+        if count(text[:mid]) <= tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    cut = text.rfind(" ", 0, lo)
+    return text[: cut if cut > 0 else lo]
+
+
+def fair_shares(total: int, demands: list[int]) -> list[int]:
+    """Split ``total`` tokens between documents: each gets an equal share, and what one needs
+    less than its share is handed on to the others (water-filling). Shares sum to at most
+    ``total`` and no document gets more than it asked for."""
+    shares = [0] * len(demands)
+    left = total
+    open_ = [i for i, d in enumerate(demands) if d > 0]
+    while open_ and left > 0:
+        each = max(left // len(open_), 1)
+        for i in open_:
+            give = min(each, demands[i] - shares[i], left)
+            shares[i] += give
+            left -= give
+        open_ = [i for i in open_ if shares[i] < demands[i]]
+    return shares
+
+
+def build_blocks(chunks: list, count: Callable[[str], int], budget: int) -> list[Block]:
+    """Blocks from chunks (anything with chunk_id, doc_id, first_page, last_page, text), in the
+    order given, while they fit in ``budget`` tokens; the last one that does not fit whole is cut
+    (if at least 64 tokens of room are left)."""
+    blocks: list[Block] = []
+    used = 0
+    for c in chunks:
+        text = mark_pages(c.text, c.first_page)
+        header = f"[{c.doc_id} p.{c.first_page}]\n"
+        need = count(header + text)
+        if used + need > budget:
+            room = budget - used - count(header)
+            if room >= 64:
+                cut = truncate_to_tokens(text, room, count)
+                blocks.append(Block(c.doc_id, c.first_page, c.last_page, cut,
+                                    count(header + cut), c.chunk_id))
+            break
+        blocks.append(Block(c.doc_id, c.first_page, c.last_page, text, need, c.chunk_id))
+        used += need
+    return blocks
+
+
+def answer_messages(question: str, blocks: list[Block]) -> list[dict]:
+    context = "\n\n".join(b.render() for b in blocks)
+    return [
+        {"role": "system", "content": SYSTEM_PROMPT},
+        {"role": "user", "content": f"Context:\n{context}\n\nQuestion: {question.strip()}\n"
+                                    "Answer (with citations):"},
+    ]
+
+
+_TAG = re.compile(r"\[\s*([A-Za-z0-9][\w.\-]*)\s+p{1,2}\.\s*(\d+)(?:\s*-\s*\d+)?\s*\]")
+
+
+def cite(text: str, blocks: list[Block], snippet_chars: int = 200) -> list[Citation]:
+    """Citations for an answer: the ``[doc_id p.N]`` tags it wrote that point into a context
+    block (a tag naming anything that was not in the context is dropped). When it wrote no
+    valid tag, the blocks it was given are cited, best first — the answer came from them."""
+    out: list[Citation] = []
+    seen = set()
+    for doc_id, page in _TAG.findall(text):
+        page = int(page)
+        block = next((b for b in blocks
+                      if b.doc_id == doc_id and b.first_page <= page <= b.last_page), None)
+        if block is None or (doc_id, page) in seen:
+            continue
+        seen.add((doc_id, page))
+        out.append(Citation(doc_id, page, block.chunk_id, _snippet(block.text, snippet_chars)))
+    if not out and not text.strip().startswith(NOT_FOUND[:20]):
+        for b in blocks:
+            if (b.doc_id, b.first_page) not in seen:
+                seen.add((b.doc_id, b.first_page))
+                out.append(Citation(b.doc_id, b.first_page, b.chunk_id,
+                                    _snippet(b.text, snippet_chars)))
+    return out
+
+
+def _snippet(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

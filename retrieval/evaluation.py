@@ -1,0 +1,208 @@
+"""Retrieval evaluation of the systems on questions with a gold filing and evidence pages
+(FinanceBench's ``questions.dev.jsonl`` shape): routing accuracy, evidence hit@k, the share of
+kept chunks from the wrong filing, context tokens, LLM calls and latency per stage.
+
+Each (question, system) result is appended to a JSONL file as soon as it is computed, so an
+interrupted run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from retrieval.answer import Answer
+
+ROUTED_SYSTEMS = ("hdrr", "sfr")
+
+
+@dataclass
+class Question:
+    id: str
+    question: str
+    doc_name: str | None  # the gold filing's doc id
+    pages: list[int]  # evidence pages, 1-based
+    pdf_present: bool = True
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any], n: int) -> "Question":
+        if not str(rec.get("question", "")).strip():
+            raise ValueError(f"question {n}: no 'question' text")
+        pages = sorted({int(e["evidence_page_num"]) + 1 for e in rec.get("evidence") or []
+                        if e.get("evidence_page_num") is not None})
+        # finrag's own question files give 1-based pages
+        pages += [int(p) for p in rec.get("evidence_pages", []) if int(p) not in pages]
+        return cls(str(rec.get("financebench_id") or rec.get("id") or n), rec["question"],
+                   rec.get("doc_name") or rec.get("doc_id"), pages,
+                   bool(rec.get("pdf_present", True)))
+
+
+def load_questions(path: str | Path, limit: int | None = None) -> list[Question]:
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            if line.strip():
+                try:
+                    out.append(Question.from_record(json.loads(line), n))
+                except (json.JSONDecodeError, KeyError, TypeError, ValueError) as e:
+                    raise ValueError(f"{path}:{n}: not a question record ({e})") from None
+            if limit and len(out) >= limit:
+                break
+    return out
+
+
+def evidence_hit(answer: Answer | dict, gold_doc: str, pages: list[int], k: int) -> bool:
+    """A chunk among the first ``k`` of the final ranking is from the gold filing and covers
+    one of the evidence pages (1-based)."""
+    retrieved = answer["retrieved"] if isinstance(answer, dict) else answer.retrieved
+    for row in (retrieved.get("ranked") or [])[:k]:
+        if row["doc_id"] == gold_doc and any(row["first_page"] <= p <= row["last_page"]
+                                             for p in pages):
+            return True
+    return False
+
+
+def wrong_document_share(answer: Answer | dict, gold_doc: str) -> float | None:
+    """The share of the context's chunks that come from another filing than the gold one."""
+    retrieved = answer["retrieved"] if isinstance(answer, dict) else answer.retrieved
+    rows = retrieved.get("context") or []
+    if not rows:
+        return None
+    return sum(r["doc_id"] != gold_doc for r in rows) / len(rows)
+
+
+def score_row(q: Question, a: dict[str, Any]) -> dict[str, Any]:
+    """The per-question figures of one system's answer record."""
+    routing = a.get("routing") or {}
+    on_disk = q.pdf_present and q.doc_name is not None
+    row = {
+        "id": q.id, "system": a["system"], "doc_name": q.doc_name, "pdf_present": q.pdf_present,
+        "routing_status": routing.get("status"), "routed_doc_ids": routing.get("doc_ids"),
+        "llm_routed": routing.get("llm_called"),
+        "routed_exact": (set(routing.get("doc_ids") or []) == {q.doc_name}
+                         and bool(routing.get("routed"))) if routing else None,
+        "hit5": evidence_hit(a, q.doc_name, q.pages, 5) if on_disk and q.pages else None,
+        "hit10": evidence_hit(a, q.doc_name, q.pages, 10) if on_disk and q.pages else None,
+        "wrong_doc_share": wrong_document_share(a, q.doc_name) if on_disk else None,
+        "context_tokens": a.get("context_tokens"),
+        "llm_calls": a["usage"]["llm_calls"],
+        "prompt_tokens": a["usage"]["prompt_tokens"],
+        "completion_tokens": a["usage"]["completion_tokens"],
+        "timings_ms": a.get("timings_ms", {}),
+        "error": a.get("error"),
+    }
+    return row
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    values = [float(v) for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def summarize(rows: list[dict[str, Any]], systems: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for system in systems:
+        mine = [r for r in rows if r["system"] == system and not r.get("error")]
+        present = [r for r in mine if r["pdf_present"]]
+        routed_ok = [r for r in present if r["routed_exact"]]
+        stages: dict[str, list[float]] = {}
+        for r in mine:
+            for stage, ms in r["timings_ms"].items():
+                stages.setdefault(stage, []).append(ms)
+        out[system] = {
+            "questions": len(mine),
+            "on_disk": len(present),
+            "errors": sum(1 for r in rows if r["system"] == system and r.get("error")),
+            "routing_accuracy": (len(routed_ok) / len(present)
+                                 if system in ROUTED_SYSTEMS and present else None),
+            "routing_statuses": _counts(r["routing_status"] for r in mine
+                                        if r["routing_status"]),
+            "llm_routed_share": (_mean(1.0 if r["llm_routed"] else 0.0 for r in mine)
+                                 if system in ROUTED_SYSTEMS else None),
+            "hit5": _mean(1.0 if r["hit5"] else 0.0 for r in present if r["hit5"] is not None),
+            "hit10": _mean(1.0 if r["hit10"] else 0.0 for r in present if r["hit10"] is not None),
+            "wrong_doc_share": _mean(r["wrong_doc_share"] for r in present),
+            "wrong_doc_share_when_routed": (_mean(r["wrong_doc_share"] for r in routed_ok)
+                                            if system in ROUTED_SYSTEMS else None),
+            "context_tokens": _mean(r["context_tokens"] for r in mine),
+            "llm_calls": _mean(r["llm_calls"] for r in mine),
+            "prompt_tokens": _mean(r["prompt_tokens"] for r in mine),
+            "latency_ms": {stage: {"mean": statistics.fmean(v), "p50": statistics.median(v)}
+                           for stage, v in stages.items()},
+        }
+    return out
+
+
+def _counts(items: Iterable[str]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in items:
+        out[item] = out.get(item, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def evaluate_retrieval(pipeline, questions: list[Question], systems: list[str], *,
+                       out: str | Path | None = None, progress: bool = True) -> dict[str, Any]:
+    """Run every system on every question (no generation) and summarise. With ``out``, each
+    answer's figures are appended to that JSONL and rows already there are not recomputed."""
+    from tqdm import tqdm
+
+    done: dict[tuple[str, str], dict] = {}
+    if out and Path(out).is_file():
+        for line in Path(out).read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue  # a line cut by a kill: recomputed below
+                done[(row["id"], row["system"])] = row
+    sink = open(out, "a", encoding="utf-8") if out else None
+    rows = []
+    try:
+        todo = [(q, s) for q in questions for s in systems]
+        bar = tqdm(todo, unit="answer", disable=not progress, file=sys.stderr, dynamic_ncols=True)
+        for q, system in bar:
+            bar.set_postfix_str(f"{system} {q.id}"[:40])
+            if (q.id, system) in done:
+                rows.append(done[(q.id, system)])
+                continue
+            try:
+                answer = pipeline.answer(q.question, system, generate=False).to_dict()
+                row = score_row(q, answer)
+            except Exception as e:  # one failing question must not lose the run
+                row = {"id": q.id, "system": system, "error": f"{type(e).__name__}: {e}",
+                       "pdf_present": q.pdf_present, "timings_ms": {}}
+            rows.append(row)
+            if sink:
+                sink.write(json.dumps(row) + "\n")
+                sink.flush()
+    finally:
+        if sink:
+            sink.close()
+    return {"systems": summarize(rows, systems), "rows": rows}
+
+
+def format_table(summary: dict[str, Any]) -> str:
+    def pct(v):
+        return "   -  " if v is None else f"{100 * v:5.1f}%"
+
+    def num(v, fmt="{:7.0f}"):
+        return "      -" if v is None else fmt.format(v)
+
+    lines = [f"{'system':11} {'n':>3} {'route':>6} {'hit@5':>6} {'hit@10':>6} {'wrongdoc':>8} "
+             f"{'ctx tok':>7} {'calls':>5} {'p50 ms':>8}"]
+    for system, s in summary.items():
+        total = s["latency_ms"].get("total", {}).get("p50")
+        lines.append(f"{system:11} {s['questions']:>3} {pct(s['routing_accuracy'])} "
+                     f"{pct(s['hit5'])} {pct(s['hit10'])}   {pct(s['wrong_doc_share'])} "
+                     f"{num(s['context_tokens'])} {num(s['llm_calls'], '{:5.2f}')} "
+                     f"{num(total, '{:8.0f}')}")
+    lines.append("")
+    lines.append("latency per stage, p50 ms:")
+    for system, s in summary.items():
+        parts = [f"{k}={v['p50']:.0f}" for k, v in s["latency_ms"].items() if k != "total"]
+        lines.append(f"  {system:11} " + "  ".join(parts))
+    return "\n".join(lines)

@@ -1,0 +1,450 @@
+"""The systems, all wired from the same components (DESIGN.md §5):
+
+- ``cbr``: hybrid search over the whole corpus → rerank cascade → context → generate.
+- ``hdrr``: route → hybrid search scoped to the routed filings, a rerank pass per filing, a
+  fair share of the context budget per filing; CBR when routing falls back.
+- ``sfr``: route → the whole routed filing(s) as context, in parts when too long for the
+  generator; each part answered, then fused.
+- ``cbr_meta`` / ``cbr_llmctx``: CBR over the metadata-prefixed (V-A) / LLM-contextualised
+  (V-B) index variants.
+- ``agentic``: CBR, one LLM verification of the top chunks' company, at most
+  ``agentic_max_retries`` entity-anchored retries.
+
+``Pipeline.answer(question, system)`` returns an ``Answer``; with ``generate=False`` it stops
+after the context is assembled (retrieval evaluation).
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Literal
+
+from pydantic import BaseModel, Field
+
+from retrieval.answer import Answer, LLMCall, Routing
+from retrieval.context import (NOT_FOUND, Block, answer_messages, build_blocks, cite,
+                               fair_shares, mark_pages, truncate_to_tokens)
+from retrieval.index import Hit, Index
+
+SYSTEMS = ("hdrr", "cbr", "sfr", "cbr_meta", "cbr_llmctx", "agentic")
+VARIANT_OF = {"cbr_meta": "meta", "cbr_llmctx": "llmctx"}
+MAX_QUESTION_CHARS = 2000
+
+
+class QuestionError(ValueError):
+    """A question the systems cannot take (empty, too long)."""
+
+
+def check_question(question: str) -> str:
+    if not isinstance(question, str) or not question.strip():
+        raise QuestionError("empty question: ask something about a filing")
+    question = question.strip()
+    if len(question) > MAX_QUESTION_CHARS:
+        raise QuestionError(f"question is {len(question)} characters; the limit is "
+                            f"{MAX_QUESTION_CHARS}")
+    return question
+
+
+def variant_dir(index_dir: str | Path, variant: str) -> Path:
+    """Where a variant index lives by default: beside the plain one, ``<dir>-<variant>``."""
+    index_dir = Path(index_dir)
+    return index_dir.with_name(f"{index_dir.name}-{variant}")
+
+
+class PartAnswer(BaseModel):
+    """SFR: what one part of a long filing says about the question."""
+
+    found: bool = Field(description="true if this part contains the answer")
+    answer: str = Field(max_length=600)
+    confidence: Literal[1, 2, 3, 4, 5]
+
+
+class Verification(BaseModel):
+    """Agentic: do the top passages come from the company the question asks about?"""
+
+    question_company: str = Field(max_length=80)
+    passages_company: str = Field(max_length=80)
+    same_company: bool
+
+
+_PART_RULE = (" This is one part of a longer filing. Reply as JSON: found (true only if this "
+              "part states the answer), answer (with its [DOC_ID p.N] tag), confidence 1-5.")
+_VERIFY_SYSTEM = ("You check retrieved passages. Name the company the question asks about, the "
+                  "company the passages come from (the tag before each passage names the "
+                  "filing), and whether they are the same company. Reply as JSON.")
+
+
+def fuse_part_answers(parts: list[tuple[PartAnswer, Block]]) -> tuple[str, list[Block]]:
+    """One definitive part answer wins; conflicting ones → the most confident, both cited;
+    none → not found. Returns the answer text and the blocks it rests on."""
+    found = [(p, b) for p, b in parts if p.found and p.answer.strip()
+             and not p.answer.strip().startswith(NOT_FOUND[:20])]
+    if not found:
+        return NOT_FOUND, []
+    distinct: list[tuple[PartAnswer, Block]] = []
+    for p, b in found:
+        if all(_norm(p.answer) != _norm(q.answer) for q, _ in distinct):
+            distinct.append((p, b))
+    if len(distinct) == 1:
+        return distinct[0][0].answer.strip(), [b for _, b in found]
+    ranked = sorted(distinct, key=lambda pb: -pb[0].confidence)  # stable: earlier part first
+    best, other = ranked[0], ranked[1]
+    text = (f"{best[0].answer.strip()} {best[1].tag}\n(Another part of the filing gives a "
+            f"different answer: {other[0].answer.strip()} {other[1].tag})")
+    return text, [best[1], other[1]]
+
+
+def _norm(text: str) -> str:
+    return " ".join("".join(ch for ch in text.casefold() if ch.isalnum() or ch == " ").split())
+
+
+class _Run:
+    """What one answer accumulates while the stages run."""
+
+    def __init__(self, question: str, system: str, profile: str):
+        self.answer = Answer(query=question, system=system, answer="", profile=profile)
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add_time(name, (time.perf_counter() - t0) * 1000)
+
+    def add_time(self, name: str, ms: float) -> None:
+        self.answer.timings_ms[name] = round(self.answer.timings_ms.get(name, 0.0) + ms, 3)
+
+    def record(self, stage: str, items: list, scores: list[float] | None = None) -> None:
+        rows = self.answer.retrieved.setdefault(stage, [])
+        for i, item in enumerate(items):
+            score = scores[i] if scores is not None else getattr(item, "score", None)
+            rows.append({"chunk_id": item.chunk_id, "doc_id": item.doc_id,
+                         "first_page": item.first_page, "last_page": item.last_page,
+                         "score": None if score is None else round(float(score), 6)})
+
+    def call(self, role: str, model_id: str, completion) -> None:
+        self.answer.calls.append(LLMCall(role, model_id, completion.prompt_tokens,
+                                         completion.completion_tokens,
+                                         round(completion.latency_s * 1000, 3)))
+
+
+class Pipeline:
+    """The shared components (index, embedder, rerankers, LLM engines, router) and the systems.
+
+    Build it with ``Pipeline.load(index_dir, profile=...)``; models load on first use, and
+    roles that name the same LLM share one engine.
+    """
+
+    def __init__(self, index: Index, embedder, profile, *, variants: dict[str, Index] | None = None,
+                 light=None, large=None, engines: dict[str, Any] | None = None, meter=None,
+                 companies=None, use_llm_router: bool = True):
+        from models.rerankers import Cascade
+
+        self.index = index
+        self.embedder = embedder
+        self.profile = profile
+        self.settings = profile.pipeline
+        self.variants = variants or {}
+        self.light, self.large = light, large
+        self._engines: dict[str, Any] = dict(engines or {})
+        self.companies = companies
+        self.use_llm_router = use_llm_router
+        if meter is None:
+            from models.energy import select_meter
+
+            meter = select_meter()
+        self.meter = meter
+        stages = dict(light=light, large=large if self.settings.large_rerank else None)
+        self.cascade = Cascade(**stages, **profile.cascade.model_dump()) if light or large else None
+        self._router = None
+        self._routes: dict[str, Routing] = {}
+
+    # construction ---------------------------------------------------------------------
+    @classmethod
+    def load(cls, index_dir: str | Path, *, profile: str | None = None, config=None,
+             variant_dirs: dict[str, str | Path] | None = None, large_rerank: bool | None = None,
+             use_llm_router: bool = True, companies=None) -> "Pipeline":
+        from models.embedders import load_embedder
+        from models.profiles import load_config, load_reranker
+
+        prof = load_config(config).active(profile)
+        if large_rerank is not None:
+            prof = prof.model_copy(update={"pipeline": prof.pipeline.model_copy(
+                update={"large_rerank": large_rerank})})
+        index = Index.open(index_dir)
+        embedder = load_embedder(index.settings.embedder, kind=index.settings.embedder_kind)
+        shared = embedder if prof.role("light_reranker").model == prof.role("embedder").model else None
+        light = load_reranker(prof, "light_reranker", embedder=shared)
+        variants = {}
+        for variant, folder in (variant_dirs or {}).items():
+            if folder and (Path(folder) / "catalog.sqlite").is_file():
+                variants[variant] = Index.open(folder)
+        pipe = cls(index, embedder, prof, variants=variants, light=light, meter=None,
+                   companies=companies, use_llm_router=use_llm_router)
+        if prof.pipeline.large_rerank:
+            pipe.large = load_reranker(prof, "large_reranker", engine=pipe.engine("large_reranker"))
+            pipe.cascade.large = pipe.large
+        return pipe
+
+    def engine(self, role: str):
+        """The LLM engine for a role, loaded on first use; one engine per model."""
+        from models.profiles import load_llm
+
+        model = self.profile.role(role).model
+        if model not in self._engines:
+            self._engines[model] = load_llm(self.profile, role)
+        return self._engines[model]
+
+    @property
+    def router(self):
+        if self._router is None:
+            from retrieval.routing import Router, make_content_scorer
+
+            llm = self.engine("router") if self.use_llm_router else None
+            self._router = Router(self.index, self.companies, llm=llm,
+                                  content_scorer=make_content_scorer(self.index, self.embedder))
+        return self._router
+
+    def count_tokens(self, text: str) -> int:
+        return self.engine("generator").count_tokens(text)
+
+    def model_ids(self) -> dict[str, str]:
+        ids = {role: spec.model for role, spec in self.profile.roles.items()}
+        ids["embedder"] = self.index.settings.embedder_model_id or ids.get("embedder", "")
+        if not self.settings.large_rerank:
+            ids.pop("large_reranker", None)
+        return ids
+
+    def close(self) -> None:
+        self.index.close()
+        for v in self.variants.values():
+            v.close()
+
+    # the one entry point ------------------------------------------------------------------
+    def answer(self, question: str, system: str = "hdrr", *, generate: bool = True) -> Answer:
+        question = check_question(question)
+        if system not in SYSTEMS:
+            raise ValueError(f"unknown system {system!r}; choose from {', '.join(SYSTEMS)}")
+        run = _Run(question, system, self.profile.name)
+        run.answer.model_ids = self.model_ids()
+        with self.meter.measure() as m:
+            blocks = getattr(self, f"_{system}")(run)
+            run.answer.context_tokens = sum(b.tokens for b in blocks)
+            run.record("context", blocks, [None] * len(blocks))
+            if generate:
+                with run.stage("generate"):
+                    text, used = self._generate(run, blocks)
+                run.answer.answer = text
+                run.answer.citations = cite(text, used) if used else []
+        reading = m.reading
+        run.answer.timings_ms["total"] = round(reading.seconds * 1000, 3)
+        run.answer.energy = {"joules": reading.joules, "source": reading.source,
+                             "scope": reading.scope, "cpu_seconds": round(reading.cpu_seconds, 3)}
+        return run.answer
+
+    # steps --------------------------------------------------------------------------
+    def route(self, question: str) -> Routing:
+        """Routing for a question, computed once per pipeline (its cost is still charged to
+        every answer that uses it)."""
+        question = check_question(question)
+        if question not in self._routes:
+            self._routes[question] = self.router.route(question)
+        return self._routes[question]
+
+    def _route(self, run: _Run) -> Routing:
+        routing = self.route(run.answer.query)
+        run.answer.routing = routing
+        run.answer.calls.extend(routing.usage)
+        run.add_time("route", routing.latency_ms or 0.0)
+        return routing
+
+    def _search(self, run: _Run, index: Index, query: str, doc_ids: list[str] | None,
+                fts_extra: str = "") -> list[Hit]:
+        s = self.settings
+        with run.stage("embed_query"):
+            vector = self.embedder.encode([query])[0]
+        with run.stage("search"):
+            hits = index.search(f"{query} {fts_extra}".strip(), vector, k=s.fts_k + s.dense_k,
+                                doc_ids=doc_ids, fts_k=s.fts_k, dense_k=s.dense_k, rrf_k=s.rrf_k)
+        run.record("fused", hits)
+        return hits
+
+    def _rerank(self, run: _Run, query: str, hits: list[Hit]) -> tuple[list[Hit], list[Hit]]:
+        """(all candidates in their final order, the kept ones)."""
+        if not hits or self.cascade is None:
+            return hits, hits[: self.profile.cascade.keep_k]
+        by_id = {h.chunk_id: h for h in hits}
+        result = self.cascade.rerank(query, [(h.chunk_id, h.text) for h in hits])
+        order: list[int] = []
+        for st in result.stages:
+            run.add_time(f"rerank_{st.stage}", st.seconds * 1000)
+            if st.stage == "cutoff":
+                continue
+            run.record(st.stage, [by_id[i] for i in st.ids], st.scores)
+            order = list(st.ids) + [i for i in order if i not in set(st.ids)]
+            if st.usage:
+                each = st.usage.get("prompt_tokens_each") or []
+                for n in each:
+                    run.answer.calls.append(LLMCall("large_reranker", st.model_id or "", n, 0,
+                                                    round(st.seconds * 1000 / len(each), 3)))
+        order += [h.chunk_id for h in hits if h.chunk_id not in set(order)]
+        return [by_id[i] for i in order], [by_id[i] for i in result.ids]
+
+    def _retrieve(self, run: _Run, index: Index, query: str, doc_ids: list[str] | None = None,
+                  fts_extra: str = "") -> list[Hit]:
+        hits = self._search(run, index, query, doc_ids, fts_extra)
+        ranked, kept = self._rerank(run, query, hits)
+        run.record("ranked", ranked, [None] * len(ranked))
+        run.record("kept", kept, [None] * len(kept))
+        return kept
+
+    def _blocks(self, hits: list[Hit], budget: int | None = None) -> list[Block]:
+        return build_blocks(hits, self.count_tokens, budget or self.settings.context_tokens)
+
+    def _generate(self, run: _Run, blocks: list[Block]) -> tuple[str, list[Block]]:
+        from models.llm import SamplingParams
+
+        if not blocks:
+            return NOT_FOUND, []
+        engine = self.engine("generator")
+        params = SamplingParams(max_tokens=self.settings.answer_tokens)
+        if run.answer.system == "sfr" and len(blocks) > 1:
+            prompts = []
+            for b in blocks:
+                messages = answer_messages(run.answer.query, [b])
+                messages[0] = {"role": "system", "content": messages[0]["content"] + _PART_RULE}
+                prompts.append(messages)
+            results = engine.generate_json(prompts, PartAnswer, params)
+            for _, completion in results:
+                run.call("generator", engine.model_id, completion)
+            return fuse_part_answers([(p, b) for (p, _), b in zip(results, blocks)])
+        [completion] = engine.generate([answer_messages(run.answer.query, blocks)], params)
+        run.call("generator", engine.model_id, completion)
+        return completion.text.strip(), blocks
+
+    # systems ------------------------------------------------------------------------
+    def _cbr(self, run: _Run, index: Index | None = None) -> list[Block]:
+        return self._blocks(self._retrieve(run, index or self.index, run.answer.query))
+
+    def _variant(self, run: _Run) -> list[Block]:
+        variant = VARIANT_OF[run.answer.system]
+        index = self.variants.get(variant)
+        if index is None:
+            raise FileNotFoundError(
+                f"system {run.answer.system} needs the {variant!r} index variant; build it with "
+                f"`finrag ingest PATHS --variant {variant} --index DIR` and pass its folder")
+        return self._cbr(run, index)
+
+    _cbr_meta = _variant
+    _cbr_llmctx = _variant
+
+    def _hdrr(self, run: _Run) -> list[Block]:
+        routing = self._route(run)
+        if not routing.routed:
+            return self._cbr(run)
+        extracted = routing.extracted or {}
+        fts_extra = " ".join(extracted.get("keywords") or [])
+        kept_per_doc = [self._retrieve(run, self.index, run.answer.query, [d], fts_extra)
+                        for d in routing.doc_ids]
+        if len(kept_per_doc) == 1:
+            return self._blocks(kept_per_doc[0])
+        _interleave_by_doc(run.answer.retrieved, ("ranked", "kept"))
+        unlimited = 10**9
+        demands = [sum(b.tokens for b in self._blocks(kept, unlimited)) for kept in kept_per_doc]
+        shares = fair_shares(self.settings.context_tokens, demands)
+        return [b for kept, share in zip(kept_per_doc, shares) if share > 0
+                for b in self._blocks(kept, share)]
+
+    def _sfr(self, run: _Run) -> list[Block]:
+        routing = self._route(run)
+        if not routing.routed:
+            return self._cbr(run)
+        with run.stage("load_document"):
+            parts = [p for doc_id in routing.doc_ids for p in self.document_parts(doc_id)]
+        run.record("ranked", parts, [None] * len(parts))
+        run.record("kept", parts, [None] * len(parts))
+        return parts
+
+    def document_parts(self, doc_id: str) -> list[Block]:
+        """A whole filing as consecutive parts of at most ``sfr_part_tokens`` tokens each. The
+        text comes from the catalog's pages of a catalog document — never from a file path."""
+        record = self.index.catalog.document(doc_id)
+        if record is None:
+            raise KeyError(f"unknown document {doc_id!r}")
+        budget = self.settings.sfr_part_tokens
+        parts: list[Block] = []
+        texts: list[str] = []
+        first = used = 0
+
+        def flush(last: int) -> None:
+            if texts:
+                parts.append(Block(doc_id, first, last, " ".join(texts), used, None))
+
+        last = 0
+        for number, text in self.index.catalog.pages(doc_id):
+            piece = f"[p.{number}] {' '.join(text.split())}"
+            tokens = self.count_tokens(piece)
+            if tokens > budget:  # one page longer than a part: keep what fits
+                piece = truncate_to_tokens(piece, budget, self.count_tokens)
+                tokens = self.count_tokens(piece)
+            if used + tokens > budget:
+                flush(last)
+                texts, used = [], 0
+            if not texts:
+                first = number
+            texts.append(piece)
+            used += tokens
+            last = number
+        flush(last)
+        return parts
+
+    def _agentic(self, run: _Run) -> list[Block]:
+        from models.llm import SamplingParams
+
+        query = run.answer.query
+        kept = self._retrieve(run, self.index, query)
+        engine = self.engine("generator")
+        attempts = []
+        for attempt in range(self.settings.agentic_max_retries + 1):
+            shown = kept[: self.settings.verify_chunks]
+            passages = "\n\n".join(f"[{h.doc_id} p.{h.first_page}] "
+                                   f"{mark_pages(h.text, h.first_page)[:600]}" for h in shown)
+            messages = [{"role": "system", "content": _VERIFY_SYSTEM},
+                        {"role": "user", "content": f"Question: {run.answer.query}\n\n"
+                                                    f"Passages:\n{passages}"}]
+            with run.stage("verify"):
+                [(verdict, completion)] = engine.generate_json(
+                    [messages], Verification, SamplingParams(max_tokens=96))
+            run.call("verifier", engine.model_id, completion)
+            anchor = verdict.question_company.strip()
+            attempts.append({"attempt": attempt, "query": query, "verified": verdict.same_company,
+                             "question_company": anchor,
+                             "passages_company": verdict.passages_company.strip()})
+            if verdict.same_company or not shown or not anchor:
+                break
+            if attempt == self.settings.agentic_max_retries:
+                break
+            query = f"{anchor} {run.answer.query}"  # entity-anchored retry
+            for stage in ("fused", "light", "large", "ranked", "kept"):
+                run.answer.retrieved.pop(stage, None)
+            kept = self._retrieve(run, self.index, query, fts_extra=anchor)
+        run.answer.retrieved["agentic"] = attempts
+        return self._blocks(kept)
+
+
+def _interleave_by_doc(retrieved: dict, stages: tuple[str, ...]) -> None:
+    """Several filings searched one by one: merge their ranked lists round-robin, so each
+    filing's best chunks come first."""
+    for stage in stages:
+        per_doc: dict[str, list] = {}
+        for row in retrieved.get(stage, []):
+            per_doc.setdefault(row["doc_id"], []).append(row)
+        lists = list(per_doc.values())
+        merged = [lst[i] for i in range(max(map(len, lists), default=0))
+                  for lst in lists if i < len(lst)]
+        retrieved[stage] = merged
+
+

@@ -1,0 +1,173 @@
+"""The systems over the indexed demo corpus with the real tiny profile (SmolLM2-135M,
+MiniLM + MaxSim), and the context/fusion rules they share."""
+
+import json
+
+import pytest
+
+from retrieval.context import NOT_FOUND, Block, build_blocks, cite, fair_shares, mark_pages
+from retrieval.pipelines import PartAnswer, QuestionError, fuse_part_answers
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+# context rules -----------------------------------------------------------------------------
+def test_fair_shares_split_equally_and_hand_on_what_is_not_needed():
+    assert fair_shares(900, [1000, 1000, 1000]) == [300, 300, 300]
+    # the first filing needs only 100: the other two share the rest equally
+    assert fair_shares(900, [100, 1000, 1000]) == [100, 400, 400]
+    assert fair_shares(900, [100, 200, 1000]) == [100, 200, 600]
+    assert fair_shares(900, [100, 200, 300]) == [100, 200, 300]  # all fit
+    assert fair_shares(10, [0, 50]) == [0, 10]
+    for total, demands in [(7, [5, 5, 5]), (1000, [1, 999, 3]), (0, [4, 4])]:
+        shares = fair_shares(total, demands)
+        assert sum(shares) <= total
+        assert all(0 <= s <= d for s, d in zip(shares, demands))
+    assert max(fair_shares(7, [5, 5, 5])) - min(fair_shares(7, [5, 5, 5])) <= 1
+
+
+def test_blocks_fit_the_budget_and_mark_page_breaks():
+    class C:
+        def __init__(self, cid, text, first, last):
+            self.chunk_id, self.doc_id, self.text = cid, "ACME_2023_10K", text
+            self.first_page, self.last_page = first, last
+
+    chunks = [C(1, "alpha beta\ngamma delta", 4, 5), C(2, " ".join(["w"] * 500), 6, 6),
+              C(3, "never reached", 7, 7)]
+    assert mark_pages("alpha beta\ngamma delta", 4) == "alpha beta [p.5] gamma delta"
+    blocks = build_blocks(chunks, words, budget=200)
+    assert [b.chunk_id for b in blocks] == [1, 2]
+    assert blocks[0].tag == "[ACME_2023_10K p.4]" and "[p.5]" in blocks[0].text
+    assert sum(b.tokens for b in blocks) <= 200
+    assert words(blocks[1].text) < 500  # the second chunk was cut to what was left
+
+
+def test_citations_only_point_into_the_context():
+    blocks = [Block("ACME_2023_10K", 7, 8, "revenue was 3,793", 5, 11),
+              Block("ACME_2022_10K", 3, 3, "revenue was 3,100", 5, 12)]
+    text = ("Revenue was $3,793 million [ACME_2023_10K p.8]. See also [OTHER_2023_10K p.8] "
+            "and [ACME_2023_10K p.40] and [../../etc/passwd p.1].")
+    cites = cite(text, blocks)
+    assert [(c.doc_id, c.page, c.chunk_id) for c in cites] == [("ACME_2023_10K", 8, 11)]
+    # no valid tag: the answer rests on the blocks it was given
+    assert [c.chunk_id for c in cite("Revenue was $3,793 million.", blocks)] == [11, 12]
+    assert cite(NOT_FOUND, blocks) == []
+
+
+def test_sfr_fusion_rules():
+    b1, b2, b3 = (Block("D", p, p, "x", 1, None) for p in (1, 5, 9))
+    yes = lambda a, c=3: PartAnswer(found=True, answer=a, confidence=c)  # noqa: E731
+    no = PartAnswer(found=False, answer="", confidence=1)
+    assert fuse_part_answers([(no, b1), (no, b2)]) == (NOT_FOUND, [])
+    text, used = fuse_part_answers([(no, b1), (yes("$3,793 million"), b2), (no, b3)])
+    assert text == "$3,793 million" and used == [b2]
+    text, used = fuse_part_answers([(yes("$3,793 million", 2), b1), (yes("$3,100 million", 5), b3)])
+    assert text.startswith("$3,100 million [D p.9]") and "$3,793 million [D p.1]" in text
+    assert used == [b3, b1]
+    text, used = fuse_part_answers([(yes("$3,793 million"), b1), (yes("$3,793 Million."), b2)])
+    assert text == "$3,793 million" and used == [b1, b2]
+
+
+# the systems on the demo corpus ----------------------------------------------------------
+@pytest.fixture(scope="module")
+def pipe(demo_index):
+    from retrieval.pipelines import Pipeline
+
+    p = Pipeline.load(demo_index, profile="tiny")
+    yield p
+    p.close()
+
+
+def kept_ids(answer):
+    return {r["chunk_id"] for r in answer.retrieved["context"]}
+
+
+def test_cbr_answers_with_citations_from_its_own_context(pipe, demo_corpus):
+    q = json.loads(demo_corpus.questions_path.read_text().splitlines()[0])["question"]
+    a = pipe.answer(q, "cbr")
+    assert a.answer.strip()
+    assert a.citations and {c.chunk_id for c in a.citations} <= kept_ids(a)
+    u = a.usage
+    assert u["llm_calls"] == 1 and u["calls"][0]["role"] == "generator"
+    assert u["prompt_tokens"] > a.context_tokens > 0 and u["completion_tokens"] > 0
+    for stage in ("embed_query", "search", "rerank_light", "generate", "total"):
+        assert a.timings_ms[stage] >= 0
+    assert a.energy["source"] in ("nvml", "rapl", "unavailable")
+    assert (a.energy["joules"] is None) == (a.energy["source"] == "unavailable")
+    assert a.routing is None and a.profile == "tiny"
+    assert json.loads(json.dumps(a.to_dict()))["usage"]["llm_calls"] == 1
+
+
+def test_hdrr_keeps_only_the_routed_filing(pipe):
+    q = "What was Lumenfield Software's total revenue in fiscal 2023?"
+    a = pipe.answer(q, "hdrr", generate=False)
+    assert a.routing.routed and a.routing.doc_ids == ["LUMENFIELD_2023_10K"]
+    assert a.retrieved["context"] and {r["doc_id"] for r in a.retrieved["context"]} == {
+        "LUMENFIELD_2023_10K"}
+    assert {r["doc_id"] for r in a.retrieved["fused"]} == {"LUMENFIELD_2023_10K"}
+    assert a.context_tokens <= pipe.settings.context_tokens
+
+
+def test_hdrr_gives_each_routed_filing_a_fair_share(pipe):
+    q = "Compare Lumenfield Software's and Brightquarry Software's total revenue in fiscal 2023."
+    a = pipe.answer(q, "hdrr", generate=False)
+    assert sorted(a.routing.doc_ids) == ["BRIGHTQUARRY_2023_10K", "LUMENFIELD_2023_10K"]
+    assert {r["doc_id"] for r in a.retrieved["context"]} == set(a.routing.doc_ids)
+    # ranked lists are merged round-robin, so both filings' best chunks lead
+    assert {r["doc_id"] for r in a.retrieved["ranked"][:2]} == set(a.routing.doc_ids)
+    assert a.context_tokens <= pipe.settings.context_tokens
+
+
+def test_sfr_reads_whole_filings_from_the_catalog_only(pipe):
+    doc = "LUMENFIELD_2023_10K"
+    parts = pipe.document_parts(doc)
+    pages = pipe.index.catalog.pages(doc)
+    assert len(parts) > 1  # the tiny profile's part size splits a demo 10-K
+    assert all(p.tokens <= pipe.settings.sfr_part_tokens for p in parts)
+    assert (parts[0].first_page, parts[-1].last_page) == (pages[0][0], pages[-1][0])
+    for number, text in pages:
+        assert any(" ".join(text.split())[:80] in p.text for p in parts), number
+    with pytest.raises(KeyError):
+        pipe.document_parts("../../etc/passwd")
+    a = pipe.answer("What was Lumenfield Software's total revenue in fiscal 2023?", "sfr")
+    assert a.routing.doc_ids == [doc]
+    generator_calls = [c for c in a.usage["calls"] if c["role"] == "generator"]
+    assert len(generator_calls) == len(parts)  # one call per part, then fused
+    assert {c.doc_id for c in a.citations} <= {doc}
+    assert a.context_tokens == sum(p.tokens for p in parts)
+
+
+def test_agentic_retries_are_capped(pipe):
+    q = "What was Lumenfield Software's net income in fiscal 2024?"
+    a = pipe.answer(q, "agentic", generate=False)
+    attempts = a.retrieved["agentic"]
+    verifier_calls = [c for c in a.usage["calls"] if c["role"] == "verifier"]
+    assert 1 <= len(attempts) == len(verifier_calls) <= 1 + pipe.settings.agentic_max_retries
+    # a retry happens only after a failed verification, and each retry is entity-anchored
+    for before, after in zip(attempts, attempts[1:]):
+        assert not before["verified"]
+        assert after["query"].startswith(before["question_company"])
+
+
+def test_agentic_without_retries_verifies_once(pipe):
+    from retrieval.pipelines import Pipeline
+
+    settings = pipe.profile.pipeline.model_copy(update={"agentic_max_retries": 0})
+    strict = Pipeline(pipe.index, pipe.embedder, pipe.profile.model_copy(update={"pipeline": settings}),
+                      light=pipe.light, engines=pipe._engines, meter=pipe.meter)
+    a = strict.answer("What was Quillon's revenue in fiscal 2022?", "agentic", generate=False)
+    assert len(a.retrieved["agentic"]) == 1
+    assert [c["role"] for c in a.usage["calls"]] == ["verifier"]
+
+
+def test_bad_questions_and_missing_variants_are_clear_errors(pipe):
+    with pytest.raises(QuestionError, match="empty"):
+        pipe.answer("   ", "cbr")
+    with pytest.raises(QuestionError, match="limit"):
+        pipe.answer("x" * 5000, "cbr")
+    with pytest.raises(ValueError, match="unknown system"):
+        pipe.answer("revenue?", "magic")
+    with pytest.raises(FileNotFoundError, match="--variant meta"):
+        pipe.answer("revenue?", "cbr_meta", generate=False)
