@@ -203,7 +203,7 @@ class Pipeline:
         if self._router is None:
             from retrieval.routing import Router, make_content_scorer
 
-            llm = self.engine("router") if self.use_llm_router else None
+            llm = (lambda: self.engine("router")) if self.use_llm_router else None  # on first need
             self._router = Router(self.index, self.companies, llm=llm,
                                   content_scorer=make_content_scorer(self.index, self.embedder))
         return self._router
