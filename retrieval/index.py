@@ -39,7 +39,8 @@ class IndexSettings:
     embedder_kind: str = "sentence-transformers"  # models.embedders.load_embedder(kind=...)
     embedder_model_id: str = ""
     dim: int = 0
-    variant: str = "plain"
+    variant: str = "plain"  # retrieval.variants: "plain" | "meta" | "llmctx"
+    context_model: str = ""  # llmctx: the LLM that wrote the chunk contexts
 
 
 @dataclass
@@ -89,7 +90,8 @@ class Index:
             catalog.put_settings(asdict(settings))
         else:
             have = IndexSettings(**stored)
-            for field in ("chunk_size", "chunk_overlap", "embedder", "dim", "variant"):
+            for field in ("chunk_size", "chunk_overlap", "embedder", "dim", "variant",
+                          "context_model"):
                 if getattr(settings, field) and getattr(settings, field) != getattr(have, field):
                     catalog.close()
                     raise ValueError(

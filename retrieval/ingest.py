@@ -4,6 +4,10 @@ A document is parsed, chunked and embedded in memory, then written in one SQLite
 a run that is killed loses at most the document in flight, and the next run skips every
 document already indexed (by sha256), so re-running gives the same index as one clean run.
 Files that cannot be read are reported one line each and the rest goes on.
+
+The index variant (``retrieval.variants``: plain, meta, llmctx) decides the indexed text of each
+chunk; it is applied between chunking and embedding. LLM contexts (llmctx) are persisted as they
+are written, so a killed llmctx build resumes without writing them again.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from retrieval.index import Index, IndexSettings
 from retrieval.metadata import load_sidecar, resolve_metadata
 from retrieval.pdf import parse_pdf
 from retrieval.sec_html import parse_sec_html
+from retrieval.variants import ContextStore, Contextualizer, check_variant, indexed_chunks
 
 SUFFIXES = {".pdf": "pdf", ".htm": "html", ".html": "html"}
 
@@ -37,6 +42,9 @@ class IngestReport:
     parse_seconds: float = 0.0
     embed_seconds: float = 0.0
     write_seconds: float = 0.0
+    context_seconds: float = 0.0  # llmctx: LLM time writing chunk contexts (not in parse_seconds)
+    contexts_generated: int = 0
+    contexts_reused: int = 0
 
     @property
     def ok(self) -> bool:
@@ -57,6 +65,9 @@ class IngestReport:
             "parse_seconds": round(self.parse_seconds, 2),
             "embed_seconds": round(self.embed_seconds, 2),
             "write_seconds": round(self.write_seconds, 2),
+            "context_seconds": round(self.context_seconds, 2),
+            "contexts_generated": self.contexts_generated,
+            "contexts_reused": self.contexts_reused,
         }
 
 
@@ -106,7 +117,10 @@ def _apply_hints(meta: DocumentMeta, parsed: ParsedDocument, *, override: bool) 
 
 
 class Ingestor:
-    """Holds the embedder and index for a run; ``run(paths)`` does the work."""
+    """Holds the embedder and index for a run; ``run(paths)`` does the work.
+
+    ``variant`` fixes the index variant when the index is created (an existing index of another
+    variant is refused); ``llmctx`` needs a ``contextualizer`` (``retrieval.variants``)."""
 
     def __init__(
         self,
@@ -119,7 +133,19 @@ class Ingestor:
         companies: CompanyTable | None = None,
         tables: bool = True,
         save_every_s: float = 60.0,
+        variant: str = "plain",
+        contextualizer: Contextualizer | None = None,
     ):
+        check_variant(variant)
+        if variant == "llmctx" and contextualizer is None:
+            raise ValueError("the llmctx variant needs a contextualizer (an LLM to write the "
+                             "chunk contexts)")
+        if variant != "llmctx" and contextualizer is not None:
+            raise ValueError(f"a contextualizer is only used by the llmctx variant, "
+                             f"not {variant!r}")
+        self.variant = variant
+        self.contextualizer = contextualizer
+        self.progress = False
         self.embedder = embedder
         self.companies = CompanyTable.load() if companies is None else companies
         self.sidecar = load_sidecar(metadata, self.companies) if metadata else {}
@@ -131,8 +157,10 @@ class Ingestor:
                           embedder=embedder.name,
                           embedder_kind=getattr(embedder, "kind", "sentence-transformers"),
                           embedder_model_id=embedder.model_id,
-                          dim=embedder.dim),
+                          dim=embedder.dim, variant=variant,
+                          context_model=contextualizer.model_id if contextualizer else ""),
         )
+        self.contexts = ContextStore(self.index.catalog.db) if contextualizer else None
 
     def close(self) -> None:
         self.index.close()
@@ -156,6 +184,17 @@ class Ingestor:
         meta = _apply_hints(meta, parsed, override=meta.doc_id not in self.sidecar)
         settings = self.index.settings
         chunks = chunk_pages(parsed.pages, size=settings.chunk_size, overlap=settings.chunk_overlap)
+        contexts, t_ctx = None, time.perf_counter()
+        if self.contextualizer is not None:
+            c = self.contextualizer
+            before = (c.generated, c.reused, c.seconds)
+            contexts = c.contextualize(meta, parsed, chunks, store=self.contexts, sha256=sha,
+                                       progress=self.progress)
+            report.contexts_generated += c.generated - before[0]
+            report.contexts_reused += c.reused - before[1]
+            report.context_seconds += c.seconds - before[2]  # LLM time only
+        t_ctx = time.perf_counter() - t_ctx
+        chunks = indexed_chunks(self.variant, meta, chunks, contexts)
         t1 = time.perf_counter()
         vectors = self.embedder.encode([c.text for c in chunks])
         t2 = time.perf_counter()
@@ -165,7 +204,7 @@ class Ingestor:
         report.added.append(meta.doc_id)
         report.pages += parsed.page_count
         report.chunks += len(chunks)
-        report.parse_seconds += t1 - t0
+        report.parse_seconds += t1 - t0 - t_ctx
         report.embed_seconds += t2 - t1
         report.write_seconds += t3 - t2
 
@@ -175,6 +214,7 @@ class Ingestor:
 
         files = find_files(paths)
         report = IngestReport()
+        self.progress = progress
         start = last_save = time.perf_counter()
         bar = tqdm(files, unit="doc", disable=not progress, file=sys.stderr, dynamic_ncols=True)
         try:

@@ -43,17 +43,29 @@ def cmd_ingest(args) -> int:
 
     companies = CompanyTable.load(args.companies or [])
     embedder = load_embedder("minilm", batch_size=args.batch_size)
+    contextualizer = None
+    if args.variant == "llmctx":  # the profile's generator writes the contexts
+        from models.profiles import load_config, load_llm
+        from retrieval.variants import Contextualizer
+
+        profile = load_config().active(args.profile)
+        contextualizer = Contextualizer(lambda: load_llm(profile, "generator"),
+                                        model_id=profile.role("generator").model,
+                                        batch_size=args.context_batch_size)
     ingestor = Ingestor(_index_dir(args), embedder, chunk_size=args.chunk_size,
                         chunk_overlap=args.chunk_overlap, metadata=args.metadata,
-                        companies=companies, tables=not args.no_tables)
+                        companies=companies, tables=not args.no_tables,
+                        variant=args.variant, contextualizer=contextualizer)
     try:
         report = ingestor.run(args.paths, progress=not args.quiet,
                               on_error=lambda m: print(f"error: {m}", file=sys.stderr))
         counts = ingestor.index.catalog.counts()
         size = ingestor.index.size_bytes()
+        variant = ingestor.index.settings.variant
     finally:
         ingestor.close()
-    summary = report.summary() | {"index": str(_index_dir(args)), "index_totals": counts,
+    summary = report.summary() | {"index": str(_index_dir(args)), "variant": variant,
+                                  "index_totals": counts,
                                   "index_bytes": size,
                                   "errors": [m for _, m in report.failed]}
     if args.json:
@@ -63,8 +75,11 @@ def cmd_ingest(args) -> int:
         print(f"ingested {s['added']} document(s), skipped {s['skipped']} already indexed, "
               f"{s['failed']} failed — {s['pages']} pages, {s['chunks']} chunks in "
               f"{s['seconds']:.1f}s ({s['pages_per_s'] or 0:.1f} pages/s)")
-        print(f"index {s['index']}: {counts['documents']} documents, {counts['chunks']} chunks, "
-              f"{counts['tables']} tables, {size / 1e6:.1f} MB")
+        if variant == "llmctx":
+            print(f"chunk contexts: {s['contexts_generated']} written by the LLM in "
+                  f"{s['context_seconds']:.1f}s, {s['contexts_reused']} reused")
+        print(f"index {s['index']} ({variant}): {counts['documents']} documents, "
+              f"{counts['chunks']} chunks, {counts['tables']} tables, {size / 1e6:.1f} MB")
     return 0 if report.ok else 1
 
 
@@ -166,6 +181,159 @@ def cmd_demo(args) -> int:
     return run_demo(args.workdir)
 
 
+def cmd_route(args) -> int:
+    from retrieval.companies import CompanyTable
+    from retrieval.index import Index
+    from retrieval.routing import Router, make_content_scorer
+
+    question = args.question.strip()
+    if not question:
+        print("error: empty question", file=sys.stderr)
+        return 2
+    llm = None
+    if not args.no_llm:  # loaded only if the resolver alone cannot route the question
+        from models.profiles import load_config, load_llm
+
+        profile = load_config(args.config).active(args.profile)
+        llm = lambda: load_llm(profile, "router")  # noqa: E731
+    with Index.open(_index_dir(args)) as index:
+        def embedder():
+            from models.embedders import load_embedder
+
+            return load_embedder(index.settings.embedder, kind=index.settings.embedder_kind)
+
+        scorer = None if args.no_content else make_content_scorer(index, embedder)
+        router = Router(index, CompanyTable.load(args.companies or []), llm=llm,
+                        content_scorer=scorer)
+        routing = router.route(question)
+    if args.json:
+        print(json.dumps(routing.to_dict(), indent=2))
+        return 0
+    print(f"status:     {routing.status} ({'routed' if routing.routed else 'not routed: search the whole index'})")
+    print(f"documents:  {', '.join(routing.doc_ids) or '-'}")
+    print(f"detail:     {routing.detail}")
+    if routing.llm_called:
+        calls = "; ".join(f"{c.model_id}, {c.prompt_tokens} + {c.completion_tokens} tokens, "
+                          f"{c.latency_ms:.0f} ms" for c in routing.usage)
+        print(f"LLM called: yes ({calls or 'failed'})")
+    else:
+        why = ("fast path: the resolver alone routed it" if routing.routed else "--no-llm"
+               if args.no_llm else "the company is known; a model cannot add its missing filings")
+        print(f"LLM called: no ({why})")
+    x = routing.extracted or {}
+    companies = ", ".join(f"{c['company']} ({c['how']} '{c['text']}')" for c in x.get("companies", []))
+    periods = ", ".join(f"FY{p['fiscal_year'] or '?'}" + (f" Q{p['fiscal_quarter']}" if p["fiscal_quarter"] else "")
+                        for p in x.get("periods", []))
+    print("extracted:  " + "; ".join(f"{k}: {v}" for k, v in (
+        ("companies", companies), ("periods", periods),
+        ("dates", ", ".join(d["date"] for d in x.get("dates", []))),
+        ("types", ", ".join(x.get("doc_types", []))),
+        ("ambiguous", ", ".join(a["text"] for a in x.get("ambiguous", []))),
+        ("unknown", ", ".join(x.get("unknown_companies", []))),
+        ("search query", x.get("search_query") or ""),
+    ) if v) if x else "extracted:  -")
+    print(f"latency:    {routing.latency_ms:.0f} ms")
+    return 0
+
+
+def _pipeline_args(p: argparse.ArgumentParser) -> None:
+    _index_arg(p)
+    p.add_argument("--profile", default=None, help="model profile: tiny, cpu (default), cpu-large, gpu")
+    p.add_argument("--config", type=Path, default=None, metavar="FILE",
+                   help="a YAML that extends models/profiles.yaml ($FINRAG_CONFIG)")
+    p.add_argument("--meta-index", type=Path, default=None, metavar="DIR",
+                   help="the V-A (--variant meta) index for cbr_meta (default: <index>-meta)")
+    p.add_argument("--llmctx-index", type=Path, default=None, metavar="DIR",
+                   help="the V-B (--variant llmctx) index for cbr_llmctx (default: <index>-llmctx)")
+    p.add_argument("--large-rerank", action=argparse.BooleanOptionalAction, default=None,
+                   help="run the cascade's large LLM reranker (default: the profile's setting)")
+
+
+def _load_pipeline(args):
+    from retrieval.pipelines import Pipeline, variant_dir
+
+    index = _index_dir(args)
+    variants = {"meta": args.meta_index or variant_dir(index, "meta"),
+                "llmctx": args.llmctx_index or variant_dir(index, "llmctx")}
+    return Pipeline.load(index, profile=args.profile, config=args.config, variant_dirs=variants,
+                         large_rerank=args.large_rerank)
+
+
+def _print_answer(a: dict) -> None:
+    print(a["answer"])
+    print()
+    if a["citations"]:
+        print("citations:")
+        for c in a["citations"]:
+            print(f"  [{c['doc_id']} p.{c['page']}] {_snippet(c['snippet'], 110)}")
+    r = a.get("routing")
+    if r:
+        print(f"routing:  {r['status']} -> {', '.join(r['doc_ids']) or '(whole corpus)'}"
+              f"{'  (LLM router called)' if r['llm_called'] else '  (resolver only, no LLM call)'}")
+        if r.get("detail"):
+            print(f"          {r['detail']}")
+    u = a["usage"]
+    print(f"usage:    {u['llm_calls']} LLM call(s), {u['prompt_tokens']} prompt + "
+          f"{u['completion_tokens']} completion tokens; context {a['context_tokens']} tokens")
+    for c in u["calls"]:
+        print(f"          {c['role']:14} {c['prompt_tokens']:>6} + {c['completion_tokens']:>4} tokens "
+              f"{c['latency_ms']:>9.0f} ms  {c['model_id']}")
+    t = a["timings_ms"]
+    print("timings:  " + "  ".join(f"{k}={v:.0f}ms" for k, v in t.items()))
+    e = a["energy"]
+    joules = "n/a" if e.get("joules") is None else f"{e['joules']:.1f} J"
+    print(f"energy:   {joules} (source: {e.get('source')}{', ' + e['scope'] if e.get('scope') else ''}"
+          f"; CPU {e.get('cpu_seconds')} s)")
+
+
+def cmd_ask(args) -> int:
+    from retrieval.pipelines import QuestionError, check_question
+
+    try:
+        question = check_question(args.question)
+    except QuestionError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    pipe = _load_pipeline(args)
+    try:
+        answer = pipe.answer(question, args.system, generate=not args.no_generate).to_dict()
+    finally:
+        pipe.close()
+    if args.json:
+        print(json.dumps(answer, indent=2))
+    else:
+        _print_answer(answer)
+    return 0
+
+
+def cmd_eval(args) -> int:
+    from retrieval.evaluation import evaluate_retrieval, format_table, load_questions
+    from retrieval.pipelines import SYSTEMS
+
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    unknown = [s for s in systems if s not in SYSTEMS]
+    if unknown:
+        print(f"error: unknown system(s) {', '.join(unknown)}; choose from {', '.join(SYSTEMS)}",
+              file=sys.stderr)
+        return 2
+    questions = load_questions(args.questions, args.limit)
+    pipe = _load_pipeline(args)
+    try:
+        result = evaluate_retrieval(pipe, questions, systems, out=args.out,
+                                    progress=not args.quiet)
+    finally:
+        pipe.close()
+    summary = {"questions": str(args.questions), "profile": pipe.profile.name,
+               "large_rerank": pipe.settings.large_rerank, "index": str(_index_dir(args)),
+               "systems": result["systems"]}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(f"{len(questions)} questions, profile {pipe.profile.name}, index {_index_dir(args)}")
+        print(format_table(result["systems"]))
+    return 0
+
+
 # parser -------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -189,6 +357,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-overlap", type=int, default=1250, help="overlap in characters (1250)")
     p.add_argument("--batch-size", type=int, default=32, help="embedding batch size (32)")
     p.add_argument("--no-tables", action="store_true", help="skip table extraction")
+    p.add_argument("--variant", choices=("plain", "meta", "llmctx"), default="plain",
+                   help="indexed chunk text, fixed per index: plain; meta (V-A: "
+                        "'[Company: X, Fiscal Year: Y, ...]' prefix); llmctx (V-B: an "
+                        "LLM-written context per chunk, persisted, resumable) (plain)")
+    p.add_argument("--profile", default=None,
+                   help="model profile whose generator writes llmctx contexts (default: config)")
+    p.add_argument("--context-batch-size", type=int, default=8,
+                   help="llmctx: chunks per LLM batch; each batch is persisted (8)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     _index_arg(p)
@@ -228,6 +404,53 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workdir", type=Path, default=Path(".finrag/demo"),
                    help="where the corpus and its index go (.finrag/demo)")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("route", help="show which filings a question is routed to (no answer)",
+                       description="Routing only: the companies, periods, dates and document "
+                                   "types read from the question, the routing status, the "
+                                   "catalog doc ids it resolves to, and whether the router LLM "
+                                   "was called (only when the resolver alone cannot route).")
+    p.add_argument("question")
+    p.add_argument("--json", action="store_true", help="print the Routing record as JSON")
+    p.add_argument("--no-llm", action="store_true", help="resolver only, never call the router LLM")
+    p.add_argument("--no-content", action="store_true",
+                   help="pick between candidate filings by type and recency, not by content")
+    p.add_argument("--profile", default=None, help="model profile of the router LLM: tiny, cpu (default), gpu")
+    p.add_argument("--config", type=Path, default=None, metavar="FILE",
+                   help="a YAML that extends models/profiles.yaml ($FINRAG_CONFIG)")
+    p.add_argument("--companies", type=Path, action="append", metavar="FILE",
+                   help="extra company table YAML (names, tickers, aliases); repeatable")
+    _index_arg(p)
+    p.set_defaults(func=cmd_route)
+    p = sub.add_parser("ask", help="answer a question over the indexed filings",
+                       description="Answer with one of the systems and print the answer, its "
+                                   "citations, routing, tokens, LLM calls, per-stage timings "
+                                   "and energy (with its source).")
+    p.add_argument("question")
+    p.add_argument("--system", default="hdrr",
+                   choices=("hdrr", "cbr", "sfr", "cbr_meta", "cbr_llmctx", "agentic"))
+    p.add_argument("--no-generate", action="store_true",
+                   help="stop after retrieval and context assembly (no generator call)")
+    p.add_argument("--json", action="store_true", help="print the Answer record as JSON")
+    _pipeline_args(p)
+    p.set_defaults(func=cmd_ask)
+
+    p = sub.add_parser("eval", help="evaluate the systems' retrieval on labelled questions",
+                       description="Per system: routing accuracy, evidence hit@5/@10, share of "
+                                   "kept chunks from the wrong filing, context tokens, LLM calls "
+                                   "and latency per stage. Questions are JSONL with question, "
+                                   "doc_name and evidence pages (FinanceBench's format).")
+    p.add_argument("what", choices=("retrieval",))
+    p.add_argument("--questions", type=Path, required=True, metavar="FILE")
+    p.add_argument("--systems", default="cbr,cbr_meta,sfr,hdrr,agentic",
+                   help="comma-separated systems (cbr,cbr_meta,sfr,hdrr,agentic)")
+    p.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    p.add_argument("--out", type=Path, default=None, metavar="FILE",
+                   help="per-question results JSONL; an interrupted run resumes from it")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    _pipeline_args(p)
+    p.set_defaults(func=cmd_eval)
     return parser
 
 
