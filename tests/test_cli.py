@@ -16,9 +16,9 @@ def finrag(*args, timeout=300):
 def test_help_reads_well():
     res = finrag("--help")
     assert res.returncode == 0
-    for word in ("ingest", "search", "documents", "demo"):
+    for word in ("ingest", "search", "documents", "demo", "route", "ask", "eval"):
         assert word in res.stdout
-    for sub in ("ingest", "search", "documents", "demo"):
+    for sub in ("ingest", "search", "documents", "demo", "route", "ask", "eval"):
         res = finrag(sub, "--help")
         assert res.returncode == 0 and "usage: finrag " + sub in res.stdout
 
@@ -51,3 +51,37 @@ def test_documents_cli(demo_index, demo_corpus):
     res = finrag("documents", "--index", demo_index, "--json")
     assert res.returncode == 0
     assert len(json.loads(res.stdout)) == len(demo_corpus.pdf_paths)
+
+
+def test_ask_and_eval_cli(demo_index, demo_corpus, tmp_path):
+    q = "What was Lumenfield's net income in fiscal 2024?"
+    res = finrag("ask", q, "--index", demo_index, "--profile", "tiny", "--no-generate", "--json")
+    assert res.returncode == 0, res.stderr
+    a = json.loads(res.stdout)
+    assert a["system"] == "hdrr" and a["routing"]["doc_ids"] == ["LUMENFIELD_2024_10K"]
+    assert a["routing"]["llm_called"] is False and a["usage"]["llm_calls"] == 0
+    assert {r["doc_id"] for r in a["retrieved"]["context"]} == {"LUMENFIELD_2024_10K"}
+    assert a["energy"]["source"] in ("nvml", "rapl", "unavailable")
+
+    res = finrag("ask", "  ", "--index", demo_index)
+    assert res.returncode == 2 and "empty question" in res.stderr
+
+    out = tmp_path / "rows.jsonl"
+    args = ("eval", "retrieval", "--questions", demo_corpus.questions_path, "--systems",
+            "cbr,hdrr", "--limit", "4", "--index", demo_index, "--profile", "tiny",
+            "--out", out, "--json", "-q")
+    res = finrag(*args)
+    assert res.returncode == 0, res.stderr
+    summary = json.loads(res.stdout)["systems"]
+    assert summary["hdrr"]["routing_accuracy"] == 1.0
+    assert summary["hdrr"]["wrong_doc_share_when_routed"] == 0.0
+    assert summary["cbr"]["routing_accuracy"] is None
+    assert len(out.read_text().splitlines()) == 8
+    # a second run reuses every row it already has
+    res = finrag(*args)
+    assert res.returncode == 0 and len(out.read_text().splitlines()) == 8
+    assert json.loads(res.stdout)["systems"] == summary
+
+    res = finrag("eval", "retrieval", "--questions", demo_corpus.questions_path, "--systems",
+                 "cbr,nope", "--index", demo_index)
+    assert res.returncode == 2 and "unknown system" in res.stderr
