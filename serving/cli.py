@@ -236,11 +236,15 @@ def cmd_route(args) -> int:
     return 0
 
 
-def _pipeline_args(p: argparse.ArgumentParser) -> None:
-    _index_arg(p)
-    p.add_argument("--profile", default=None, help="model profile: tiny, cpu (default), cpu-large, gpu")
+def _profile_args(p: argparse.ArgumentParser, what: str = "model profile") -> None:
+    p.add_argument("--profile", default=None, help=f"{what}: tiny, cpu (default), cpu-large, gpu")
     p.add_argument("--config", type=Path, default=None, metavar="FILE",
                    help="a YAML that extends models/profiles.yaml ($FINRAG_CONFIG)")
+
+
+def _pipeline_args(p: argparse.ArgumentParser) -> None:
+    _index_arg(p)
+    _profile_args(p)
     p.add_argument("--meta-index", type=Path, default=None, metavar="DIR",
                    help="the V-A (--variant meta) index for cbr_meta (default: <index>-meta)")
     p.add_argument("--llmctx-index", type=Path, default=None, metavar="DIR",
@@ -392,9 +396,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "role's model, source, size and verification state. Nothing "
                                    "is downloaded: a missing package is an error naming it.")
     p.add_argument("action", choices=("prepare", "list"))
-    p.add_argument("--profile", default=None, help="tiny, cpu (default), cpu-large or gpu")
-    p.add_argument("--config", type=Path, default=None, metavar="FILE",
-                   help="a YAML that extends models/profiles.yaml ($FINRAG_CONFIG)")
+    _profile_args(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_models)
 
@@ -415,13 +417,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-llm", action="store_true", help="resolver only, never call the router LLM")
     p.add_argument("--no-content", action="store_true",
                    help="pick between candidate filings by type and recency, not by content")
-    p.add_argument("--profile", default=None, help="model profile of the router LLM: tiny, cpu (default), gpu")
-    p.add_argument("--config", type=Path, default=None, metavar="FILE",
-                   help="a YAML that extends models/profiles.yaml ($FINRAG_CONFIG)")
+    _profile_args(p, "model profile of the router LLM")
     p.add_argument("--companies", type=Path, action="append", metavar="FILE",
                    help="extra company table YAML (names, tickers, aliases); repeatable")
     _index_arg(p)
     p.set_defaults(func=cmd_route)
+
     p = sub.add_parser("ask", help="answer a question over the indexed filings",
                        description="Answer with one of the systems and print the answer, its "
                                    "citations, routing, tokens, LLM calls, per-stage timings "
