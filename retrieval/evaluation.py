@@ -57,9 +57,12 @@ def load_questions(path: str | Path, limit: int | None = None) -> list[Question]
 
 def evidence_hit(answer: Answer | dict, gold_doc: str, pages: list[int], k: int) -> bool:
     """A chunk among the first ``k`` of the final ranking is from the gold filing and covers
-    one of the evidence pages (1-based)."""
+    one of the evidence pages (1-based). Whole-document parts (SFR, no chunk id) all go to the
+    generator, so for them k does not apply: any part covering the page is a hit."""
     retrieved = answer["retrieved"] if isinstance(answer, dict) else answer.retrieved
-    for row in (retrieved.get("ranked") or [])[:k]:
+    ranked = retrieved.get("ranked") or []
+    whole = bool(ranked) and all(r["chunk_id"] is None for r in ranked)
+    for row in ranked if whole else ranked[:k]:
         if row["doc_id"] == gold_doc and any(row["first_page"] <= p <= row["last_page"]
                                              for p in pages):
             return True
