@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from models.llm import Completion
 from models.router_schema import RouterOutput
 from retrieval.answer import ROUTING_STATUSES
 from retrieval.calendars import fiscal_period, fiscal_year_of_calendar_year
@@ -273,44 +272,28 @@ def test_empty_question_is_an_error(resolver):
 # --- the router: fast path, LLM path ------------------------------------------------------------
 
 
-class FakeLLM:
-    model_id = "fake-router"
-
-    def __init__(self, answer):
-        self.answer, self.prompts = answer, []
-
-    def generate_json(self, prompts, schema):
-        self.prompts += prompts
-        return [(self.answer, Completion("{}", 321, 45, 0.05))]
-
-
 def test_fast_path_is_counted_and_the_llm_called_only_when_needed():
-    llm = FakeLLM(out(companies=["adobe"], search_query="revenue", keywords=["revenue"]))
-    router = Router(DOCS, CompanyTable.load(), llm=llm)
-    r = router.route("What was Adobe's revenue in FY2022?")
-    assert r.routed and not r.llm_called and r.usage == [] and llm.prompts == []
-    r = router.route("What was the revenue of adobe in 2022?")  # lower-case name: not read alone
-    assert r.llm_called and (r.status, r.doc_ids) == ("exact", ["ADOBE_2022_10K"])
-    assert [(c.role, c.model_id, c.prompt_tokens, c.completion_tokens) for c in r.usage] == \
-        [("router", "fake-router", 321, 45)]
-    assert r.extracted["search_query"] == "revenue" and r.extracted["keywords"] == ["revenue"]
-    assert router.stats["fast_path"] == 1 and router.stats["llm_calls"] == 1
-    # a known company with none of the asked filings indexed: the model cannot help either
-    r = router.route("What was Apple's revenue in FY2022?")
-    assert r.status == "fallback_not_in_corpus" and not r.llm_called
-    assert router.stats["fast_path"] == 2 and router.stats["llm_calls"] == 1
-    # the router LLM sees only the question, never filing text
-    assert "What was the revenue of adobe in 2022?" in json.dumps(llm.prompts)
-
-
-def test_llm_path_with_the_tiny_engine():
     from models.profiles import load_config, load_llm
 
-    router = Router(DOCS, CompanyTable.load(), llm=lambda: load_llm(load_config().active("tiny"), "router"))
-    r = router.route("What was the revenue of adobe in 2022?")  # the resolver alone cannot route it
-    assert r.llm_called and router.stats["llm_calls"] == 1
+    loads = []
+
+    def load():  # the real tiny engine, loaded only when a question needs it
+        loads.append(1)
+        return load_llm(load_config().active("tiny"), "router")
+
+    router = Router(DOCS, CompanyTable.load(), llm=load)
+    r = router.route("What was Adobe's revenue in FY2022?")
+    assert r.routed and not r.llm_called and r.usage == [] and loads == []
+    # a known company with none of the asked filings indexed: the model cannot help either
+    r = router.route("What was Apple's revenue in FY2022?")
+    assert r.status == "fallback_not_in_corpus" and not r.llm_called and loads == []
+    assert router.stats["fast_path"] == 2 and router.stats["llm_calls"] == 0
+
+    r = router.route("What was the revenue of adobe in 2022?")  # lower-case name: not read alone
+    assert r.llm_called and loads == [1] and router.stats["llm_calls"] == 1
     [call] = r.usage
     assert call.role == "router" and call.prompt_tokens > 0 and call.completion_tokens > 0
+    assert call.model_id == "HuggingFaceTB/SmolLM2-135M-Instruct"
     assert r.status in ROUTING_STATUSES and set(r.doc_ids) <= IDS
     assert isinstance(r.extracted["search_query"], str)
 
