@@ -16,11 +16,14 @@ from retrieval.answer import Citation
 
 NOT_FOUND = "Not found in the provided filings."
 
+# Small models over-use a scripted refusal ("reply exactly: not found") even when the answer is
+# in the context, so the prompt only asks them to say so; the question is given before and
+# after the context, which keeps a small model on it across a long context.
 SYSTEM_PROMPT = (
-    "You answer questions about companies' SEC filings using ONLY the context passages given. "
-    "Each passage starts with a tag like [DOC_ID p.N]. Cite the passages you use by copying "
-    "their tag, e.g. [3M_2018_10K p.60]. Give numbers with their units. If the context does "
-    "not contain the answer, reply exactly: " + NOT_FOUND
+    "You answer questions about companies' SEC filings using only the context passages below. "
+    "Each passage starts with a tag like [DOC_ID p.N]; cite the passages you use by copying "
+    "their tag, e.g. [3M_2018_10K p.60]. Answer in one or two sentences, giving numbers with "
+    "their units. If the passages do not contain the answer, say so."
 )
 
 
@@ -108,8 +111,8 @@ def answer_messages(question: str, blocks: list[Block]) -> list[dict]:
     context = "\n\n".join(b.render() for b in blocks)
     return [
         {"role": "system", "content": SYSTEM_PROMPT},
-        {"role": "user", "content": f"Context:\n{context}\n\nQuestion: {question.strip()}\n"
-                                    "Answer (with citations):"},
+        {"role": "user", "content": f"Question: {question.strip()}\n\nContext:\n{context}\n\n"
+                                    f"Question: {question.strip()}\nAnswer (with citations):"},
     ]
 
 
