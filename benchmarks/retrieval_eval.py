@@ -43,7 +43,7 @@ def _plots(summary: dict, out: Path, title: str) -> None:
     ax.set_xticks(range(len(systems)), systems)
     ax.set_ylim(0, 1.12)
     ax.set_title(title)
-    ax.legend(fontsize=7, ncols=2, loc="upper left")
+    ax.legend(fontsize=7, ncols=4, loc="upper center", bbox_to_anchor=(0.5, -0.08))
     fig.tight_layout()
     fig.savefig(out / "retrieval_quality.png", dpi=120)
     plt.close(fig)
@@ -96,6 +96,8 @@ def _report(summary: dict, meta: dict) -> str:
             f"{pct(s['wrong_doc_share'])} | {pct(s['wrong_doc_share_when_routed'])} | "
             f"{(s['context_tokens'] or 0):,.0f} | {(s['llm_calls'] or 0):.2f} | "
             f"{'–' if p50 is None else f'{p50 / 1000:.2f}'} |")
+    if meta.get("note"):
+        lines += ["", f"Run note: {meta['note']}"]
     lines += ["", "Routing statuses:", ""]
     for system, s in summary.items():
         if s["routing_statuses"]:
@@ -117,6 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", default="cpu")
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--note", default="", help="a sentence about this run for the report")
     args = p.parse_args(argv)
     systems = [s for s in args.systems.split(",") if s]
     if any(s not in SYSTEMS for s in systems):
@@ -135,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     meta = {"command": command, "profile": pipe.profile.name, "index": str(args.index),
             "questions_file": str(args.questions), "questions": len(questions),
             "on_disk": sum(q.pdf_present for q in questions),
-            "large_rerank": pipe.settings.large_rerank, "energy_source": pipe.meter.source}
+            "large_rerank": pipe.settings.large_rerank, "energy_source": pipe.meter.source,
+            "note": args.note}
     summary = result["systems"]
     (out / "results.json").write_text(json.dumps({**meta, "systems": summary}, indent=2))
     _plots(summary, out, f"Retrieval on {len(questions)} questions ({pipe.profile.name} profile)")
