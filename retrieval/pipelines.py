@@ -284,13 +284,15 @@ class Pipeline:
             if st.stage == "cutoff":
                 continue
             run.record(st.stage, [by_id[i] for i in st.ids], st.scores)
-            order = list(st.ids) + [i for i in order if i not in set(st.ids)]
+            scored = set(st.ids)
+            order = list(st.ids) + [i for i in order if i not in scored]
             if st.usage:
                 each = st.usage.get("prompt_tokens_each") or []
                 for n in each:
                     run.answer.calls.append(LLMCall("large_reranker", st.model_id or "", n, 0,
                                                     round(st.seconds * 1000 / len(each), 3)))
-        order += [h.chunk_id for h in hits if h.chunk_id not in set(order)]
+        placed = set(order)
+        order += [h.chunk_id for h in hits if h.chunk_id not in placed]
         return [by_id[i] for i in order], [by_id[i] for i in result.ids]
 
     def _retrieve(self, run: _Run, index: Index, query: str, doc_ids: list[str] | None = None,

@@ -12,13 +12,11 @@ no company or an ambiguous one (the fast path is counted in ``Router.stats``).
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from datetime import date
-from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
 from rapidfuzz import fuzz
@@ -748,12 +746,13 @@ def evaluate_routing(router: Router, questions: Iterable[dict[str, Any]]) -> dic
     how many with their filing indexed were routed to exactly that filing."""
     rows, statuses = [], Counter()
     for q in questions:
+        gold = q.get("doc_name") or q.get("doc_id")  # FinanceBench's or finrag's own files
         routing = router.route(q["question"])
         statuses[routing.status] += 1
-        rows.append({"question": q["question"], "doc_name": q["doc_name"],
+        rows.append({"question": q["question"], "doc_name": gold,
                      "pdf_present": bool(q.get("pdf_present", True)),
                      "status": routing.status, "doc_ids": routing.doc_ids, "detail": routing.detail,
-                     "exact": routing.routed and routing.doc_ids == [q["doc_name"]],
+                     "exact": routing.routed and routing.doc_ids == [gold],
                      "llm_called": routing.llm_called})
     present = [r for r in rows if r["pdf_present"]]
     exact = sum(r["exact"] for r in present)
@@ -761,51 +760,3 @@ def evaluate_routing(router: Router, questions: Iterable[dict[str, Any]]) -> dic
             "exact_rate": exact / len(present) if present else None,
             "statuses": dict(statuses), "router_stats": dict(router.stats),
             "misses": [r for r in present if not r["exact"]], "rows": rows}
-
-
-def main(argv: list[str] | None = None) -> int:
-    """python -m retrieval.routing --index DIR --questions FILE [--no-content] [--llm-profile P]"""
-    import argparse
-
-    p = argparse.ArgumentParser(prog="python -m retrieval.routing", description=evaluate_routing.__doc__)
-    p.add_argument("--index", type=Path, required=True)
-    p.add_argument("--questions", type=Path, required=True)
-    p.add_argument("--no-content", action="store_true", help="no content disambiguation")
-    p.add_argument("--fts-only", action="store_true", help="content disambiguation without embeddings")
-    p.add_argument("--llm-profile", default=None, metavar="PROFILE",
-                   help="call that profile's router LLM when the resolver finds no company")
-    p.add_argument("--json", action="store_true")
-    args = p.parse_args(argv)
-    from retrieval.index import Index
-
-    questions = [json.loads(line) for line in args.questions.read_text().splitlines() if line.strip()]
-    with Index.open(args.index) as index:
-        scorer = None
-        if not args.no_content:
-            embedder = None
-            if not args.fts_only:
-                from models.embedders import load_embedder
-
-                embedder = load_embedder(index.settings.embedder, kind=index.settings.embedder_kind)
-            scorer = make_content_scorer(index, embedder)
-        llm = None
-        if args.llm_profile:
-            from models.profiles import load_config, load_llm
-
-            profile = load_config().active(args.llm_profile)
-            llm = lambda: load_llm(profile, "router")  # noqa: E731
-        report = evaluate_routing(Router(index, llm=llm, content_scorer=scorer), questions)
-    if args.json:
-        print(json.dumps({k: v for k, v in report.items() if k != "rows"}, indent=2))
-    else:
-        print(f"{report['exact']}/{report['present']} questions with their filing indexed routed to "
-              f"exactly it ({100 * report['exact_rate']:.1f}%); statuses {report['statuses']}; "
-              f"router {report['router_stats']}")
-        for r in report["misses"]:
-            print(f"- {r['doc_name']}: {r['status']} {r['doc_ids']}")
-            print(f"    {r['question'][:160]}\n    {r['detail']}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -181,13 +181,31 @@ def cmd_demo(args) -> int:
     return run_demo(args.workdir)
 
 
+def _route_questions(router, args) -> int:
+    """Routing accuracy on labelled questions (question, doc_name, pdf_present per line)."""
+    from retrieval.routing import evaluate_routing
+
+    lines = args.questions.read_text(encoding="utf-8").splitlines()
+    report = evaluate_routing(router, [json.loads(line) for line in lines if line.strip()])
+    if args.json:
+        print(json.dumps({k: v for k, v in report.items() if k != "rows"}, indent=2))
+        return 0
+    print(f"{report['exact']}/{report['present']} questions with their filing indexed routed to "
+          f"exactly it ({100 * (report['exact_rate'] or 0):.1f}%); statuses {report['statuses']}; "
+          f"router {report['router_stats']}")
+    for r in report["misses"]:
+        print(f"- {r['doc_name']}: {r['status']} {r['doc_ids']}")
+        print(f"    {_snippet(r['question'])}\n    {r['detail']}")
+    return 0
+
+
 def cmd_route(args) -> int:
     from retrieval.companies import CompanyTable
     from retrieval.index import Index
     from retrieval.routing import Router, make_content_scorer
 
-    question = args.question.strip()
-    if not question:
+    question = (args.question or "").strip()
+    if not question and not args.questions:
         print("error: empty question", file=sys.stderr)
         return 2
     llm = None
@@ -205,6 +223,8 @@ def cmd_route(args) -> int:
         scorer = None if args.no_content else make_content_scorer(index, embedder)
         router = Router(index, CompanyTable.load(args.companies or []), llm=llm,
                         content_scorer=scorer)
+        if args.questions:
+            return _route_questions(router, args)
         routing = router.route(question)
     if args.json:
         print(json.dumps(routing.to_dict(), indent=2))
@@ -412,7 +432,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "types read from the question, the routing status, the "
                                    "catalog doc ids it resolves to, and whether the router LLM "
                                    "was called (only when the resolver alone cannot route).")
-    p.add_argument("question")
+    p.add_argument("question", nargs="?", default="")
+    p.add_argument("--questions", type=Path, metavar="FILE",
+                   help="route every question of a labelled JSONL (question, doc_name, "
+                        "pdf_present) and report how many went to exactly their filing")
     p.add_argument("--json", action="store_true", help="print the Routing record as JSON")
     p.add_argument("--no-llm", action="store_true", help="resolver only, never call the router LLM")
     p.add_argument("--no-content", action="store_true",

@@ -318,7 +318,7 @@ def test_demo_index_routes_every_demo_question(demo_index, demo_corpus, embedder
         assert router.stats["fast_path"] == len(questions) + 2
 
 
-def test_route_cli(demo_index):
+def test_route_cli(demo_index, demo_corpus):
     res = subprocess.run([sys.executable, "-m", "serving.cli", "route",
                           "What was Lumenfield's revenue for the second quarter of fiscal 2024?",
                           "--index", str(demo_index), "--no-llm", "--json"],
@@ -332,3 +332,9 @@ def test_route_cli(demo_index):
     assert res.returncode == 0, res.stderr
     assert "default_year" in res.stdout and "BRIGHTQUARRY_2024_10K" in res.stdout
     assert "LLM called: no" in res.stdout
+    res = subprocess.run([sys.executable, "-m", "serving.cli", "route", "--questions",
+                          str(demo_corpus.questions_path), "--index", str(demo_index), "--no-llm",
+                          "--json"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    report = json.loads(res.stdout)
+    assert report["exact"] == report["present"] == 12 and report["misses"] == []
