@@ -8,7 +8,7 @@ tokenizer) and its latency. ``generate_json`` returns objects valid for a pydant
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
+from typing import Callable, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -40,9 +40,11 @@ class StructuredOutputError(RuntimeError):
 class LLMEngine(Protocol):
     model_id: str
 
-    def generate(self, prompts: list[str | list[dict]], params: SamplingParams | None = None
-                 ) -> list[Completion]:
-        """Plain prompts or chat messages ([{"role": ..., "content": ...}]) → completions."""
+    def generate(self, prompts: list[str | list[dict]], params: SamplingParams | None = None,
+                 *, on_text: Callable[[str], None] | None = None) -> list[Completion]:
+        """Plain prompts or chat messages ([{"role": ..., "content": ...}]) → completions.
+        ``on_text`` (one prompt only) receives the text in pieces as it is generated; an
+        engine that cannot stream calls it once with the whole text."""
         ...
 
     def generate_json(self, prompts: list[str | list[dict]], schema: type[T],

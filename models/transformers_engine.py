@@ -11,6 +11,7 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Callable
 
 from pydantic import BaseModel, ValidationError
 
@@ -55,7 +56,19 @@ class TransformersEngine:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     # generation ---------------------------------------------------------------------
-    def _generate(self, texts: list[str], params: SamplingParams, processor=None):
+    def _streamer(self, on_text: Callable[[str], None] | None):
+        if on_text is None:
+            return None
+        from transformers import TextStreamer
+
+        class Pieces(TextStreamer):  # decoded text pieces to a callback, not to stdout
+            def on_finalized_text(self, text: str, stream_end: bool = False) -> None:
+                if text:
+                    on_text(text)
+
+        return Pieces(self.tokenizer, skip_prompt=True, skip_special_tokens=True)
+
+    def _generate(self, texts: list[str], params: SamplingParams, processor=None, streamer=None):
         import torch
         from transformers import LogitsProcessorList
 
@@ -76,6 +89,8 @@ class TransformersEngine:
         if processor is not None:
             processor.reset()
             kwargs["logits_processor"] = LogitsProcessorList([processor])
+        if streamer is not None:
+            kwargs["streamer"] = streamer
         with torch.inference_mode():
             out = self.model.generate(**enc, **kwargs)
         new = out[:, enc["input_ids"].shape[1]:]
@@ -99,14 +114,17 @@ class TransformersEngine:
         return results
 
     def generate(self, prompts: list[str | list[dict]], params: SamplingParams | None = None,
-                 *, _processor=None) -> list[Completion]:
+                 *, on_text: Callable[[str], None] | None = None, _processor=None
+                 ) -> list[Completion]:
         params = params or SamplingParams()
         texts = [self.render(p) for p in prompts]
+        if on_text is not None and len(texts) != 1:
+            raise ValueError("on_text streams one prompt at a time")
         completions: list[Completion] = []
         for start in range(0, len(texts), _BATCH):
             batch = texts[start:start + _BATCH]
             t0 = time.perf_counter()
-            rows = self._generate(batch, params, _processor)
+            rows = self._generate(batch, params, _processor, self._streamer(on_text))
             # one forward batch serves all its prompts: each carries the batch's wall time
             latency = time.perf_counter() - t0
             completions += [Completion(text, p, c, latency, reason) for text, p, c, reason in rows]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import replace
-from typing import TypeVar
+from typing import Callable, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -60,9 +60,13 @@ class VLLMEngine:
 
     # --- the contract -------------------------------------------------------------------------
 
-    def generate(self, prompts: list[str | list[dict]], params: SamplingParams | None = None
-                 ) -> list[Completion]:
-        return self._run(prompts, self._vllm_params(params or SamplingParams()))
+    def generate(self, prompts: list[str | list[dict]], params: SamplingParams | None = None,
+                 *, on_text: Callable[[str], None] | None = None) -> list[Completion]:
+        completions = self._run(prompts, self._vllm_params(params or SamplingParams()))
+        if on_text is not None:  # the offline LLM does not stream: the text once, whole
+            for c in completions:
+                on_text(c.text)
+        return completions
 
     def generate_json(self, prompts: list[str | list[dict]], schema: type[T],
                       params: SamplingParams | None = None) -> list[tuple[T, Completion]]:

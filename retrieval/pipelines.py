@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Literal
+from typing import Any, Callable, Iterator, Literal
 
 from pydantic import BaseModel, Field
 
@@ -140,7 +140,7 @@ class Pipeline:
 
     def __init__(self, index: Index, embedder, profile, *, variants: dict[str, Index] | None = None,
                  light=None, large=None, engines: dict[str, Any] | None = None, meter=None,
-                 companies=None, use_llm_router: bool = True):
+                 companies=None, use_llm_router: bool = True, router=None):
         from models.rerankers import Cascade
 
         self.index = index
@@ -159,7 +159,7 @@ class Pipeline:
         self.meter = meter
         stages = dict(light=light, large=large if self.settings.large_rerank else None)
         self.cascade = Cascade(**stages, **profile.cascade.model_dump()) if light or large else None
-        self._router = None
+        self._router = router  # built on first use unless given (serving passes a remote one)
         self._routes: dict[str, Routing] = {}
 
     # construction ---------------------------------------------------------------------
@@ -223,27 +223,38 @@ class Pipeline:
         for v in self.variants.values():
             v.close()
 
-    # the one entry point ------------------------------------------------------------------
-    def answer(self, question: str, system: str = "hdrr", *, generate: bool = True) -> Answer:
-        question = check_question(question)
+    # the entry points -----------------------------------------------------------------
+    def answer(self, question: str, system: str = "hdrr", *, generate: bool = True,
+               on_text: Callable[[str], None] | None = None) -> Answer:
+        """One question through ``system``. ``on_text`` receives the answer's text in pieces
+        as the generator writes it (engines that cannot stream send it once, whole)."""
+        return self.answer_many([question], system, generate=generate, on_text=on_text)[0]
+
+    def answer_many(self, questions: list[str], system: str = "hdrr", *, generate: bool = True,
+                    on_text: Callable[[str], None] | None = None) -> list[Answer]:
+        """Several questions through ``system``: retrieval one by one, then every answer that
+        needs one generation call in one batch of the generator (throughput for batch
+        scoring). A shared call's time is each answer's ``generate`` time, and its energy is
+        split evenly among the answers it served (the energy scope says so)."""
+        questions = [check_question(q) for q in questions]
         if system not in SYSTEMS:
             raise ValueError(f"unknown system {system!r}; choose from {', '.join(SYSTEMS)}")
-        run = _Run(question, system, self.profile.name)
-        run.answer.model_ids = self.model_ids()
-        with self.meter.measure() as m:
-            blocks = getattr(self, f"_{system}")(run)
-            run.answer.context_tokens = sum(b.tokens for b in blocks)
-            run.record("context", blocks, [None] * len(blocks))
-            if generate:
-                with run.stage("generate"):
-                    text, used = self._generate(run, blocks)
-                run.answer.answer = text
-                run.answer.citations = cite(text, used) if used else []
-        reading = m.reading
-        run.answer.timings_ms["total"] = round(reading.seconds * 1000, 3)
-        run.answer.energy = {"joules": reading.joules, "source": reading.source,
-                             "scope": reading.scope, "cpu_seconds": round(reading.cpu_seconds, 3)}
-        return run.answer
+        runs: list[tuple[_Run, list[Block], list]] = []
+        for question in questions:
+            run = _Run(question, system, self.profile.name)
+            run.answer.model_ids = self.model_ids()
+            with self.meter.measure() as m:
+                blocks = getattr(self, f"_{system}")(run)
+                run.answer.context_tokens = sum(b.tokens for b in blocks)
+                run.record("context", blocks, [None] * len(blocks))
+            runs.append((run, blocks, [(m.reading, 1)]))
+        if generate:
+            self._generate_all(runs, on_text)
+        for run, _, readings in runs:
+            run.answer.timings_ms["total"] = round(
+                sum(r.seconds for r, _ in readings) * 1000, 3)
+            run.answer.energy = _energy(readings)
+        return [run.answer for run, _, _ in runs]
 
     # steps --------------------------------------------------------------------------
     def route(self, question: str) -> Routing:
@@ -306,26 +317,50 @@ class Pipeline:
     def _blocks(self, hits: list[Hit], budget: int | None = None) -> list[Block]:
         return build_blocks(hits, self.count_tokens, budget or self.settings.context_tokens)
 
-    def _generate(self, run: _Run, blocks: list[Block]) -> tuple[str, list[Block]]:
+    def _generate_all(self, runs: list[tuple[_Run, list[Block], list]],
+                      on_text: Callable[[str], None] | None) -> None:
         from models.llm import SamplingParams
 
-        if not blocks:
-            return NOT_FOUND, []
         engine = self.engine("generator")
         params = SamplingParams(max_tokens=self.settings.answer_tokens)
-        if run.answer.system == "sfr" and len(blocks) > 1:
-            prompts = []
-            for b in blocks:
-                messages = answer_messages(run.answer.query, [b])
-                messages[0] = {"role": "system", "content": messages[0]["content"] + _PART_RULE}
-                prompts.append(messages)
-            results = engine.generate_json(prompts, PartAnswer, params)
-            for _, completion in results:
-                run.call("generator", engine.model_id, completion)
-            return fuse_part_answers([(p, b) for (p, _), b in zip(results, blocks)])
-        [completion] = engine.generate([answer_messages(run.answer.query, blocks)], params)
-        run.call("generator", engine.model_id, completion)
-        return completion.text.strip(), blocks
+        batch = []
+        for run, blocks, readings in runs:
+            if not blocks:
+                run.answer.answer = NOT_FOUND
+            elif run.answer.system == "sfr" and len(blocks) > 1:
+                with self.meter.measure() as m, run.stage("generate"):
+                    self._generate_parts(run, engine, params, blocks)
+                readings.append((m.reading, 1))
+            else:
+                batch.append((run, blocks, readings))
+        if not batch:
+            return
+        prompts = [answer_messages(run.answer.query, blocks) for run, blocks, _ in batch]
+        with self.meter.measure() as m:
+            if on_text is not None and len(prompts) == 1:
+                completions = engine.generate(prompts, params, on_text=on_text)
+            else:
+                completions = engine.generate(prompts, params)
+        for (run, blocks, readings), completion in zip(batch, completions):
+            run.add_time("generate", m.reading.seconds * 1000)
+            readings.append((m.reading, len(batch)))
+            run.call("generator", engine.model_id, completion)
+            run.answer.answer = completion.text.strip()
+            run.answer.citations = cite(run.answer.answer, blocks)
+
+    def _generate_parts(self, run: _Run, engine, params, blocks: list[Block]) -> None:
+        """SFR past the context limit: one JSON answer per part, then fused."""
+        prompts = []
+        for b in blocks:
+            messages = answer_messages(run.answer.query, [b])
+            messages[0] = {"role": "system", "content": messages[0]["content"] + _PART_RULE}
+            prompts.append(messages)
+        results = engine.generate_json(prompts, PartAnswer, params)
+        for _, completion in results:
+            run.call("generator", engine.model_id, completion)
+        text, used = fuse_part_answers([(p, b) for (p, _), b in zip(results, blocks)])
+        run.answer.answer = text
+        run.answer.citations = cite(text, used) if used else []
 
     # systems ------------------------------------------------------------------------
     def _cbr(self, run: _Run, index: Index | None = None) -> list[Block]:
@@ -450,3 +485,14 @@ def _interleave_by_doc(retrieved: dict, stages: tuple[str, ...]) -> None:
         retrieved[stage] = merged
 
 
+def _energy(readings: list[tuple[Any, int]]) -> dict[str, Any]:
+    """One answer's energy from its measured windows; ``(reading, n)`` is a window shared by
+    ``n`` answers (a batched generation), of which this answer is charged 1/n."""
+    first = readings[0][0]
+    joules = [r.joules / n if r.joules is not None else None for r, n in readings]
+    scope = first.scope
+    shared = max(n for _, n in readings)
+    if shared > 1 and scope:
+        scope = f"{scope}; generation batched over {shared} answers, its energy split evenly"
+    return {"joules": None if None in joules else round(sum(joules), 6), "source": first.source,
+            "scope": scope, "cpu_seconds": round(sum(r.cpu_seconds / n for r, n in readings), 3)}

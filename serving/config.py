@@ -1,0 +1,135 @@
+"""The Serve app's configuration: one pydantic model, read from the ``args`` of a Serve config
+file (``deploy/cpu.yaml``, ``deploy/gpu.yaml``), so ``finrag serve --config FILE`` and
+``serve run FILE`` build the same app from the same YAML."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+DEPLOYMENTS = ("Ingress", "Router", "Embedder", "Retriever", "LightReranker", "LargeReranker",
+               "Generator")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DeploymentOptions(_Strict):
+    """What Ray Serve's ``.options()`` takes for one deployment; unset fields keep Serve's."""
+
+    num_replicas: int | str | None = None  # a number or "auto"
+    autoscaling_config: dict[str, Any] | None = None
+    max_ongoing_requests: int | None = Field(None, ge=1)
+    max_queued_requests: int | None = None
+    ray_actor_options: dict[str, Any] | None = None
+    graceful_shutdown_timeout_s: float | None = None
+
+    @model_validator(mode="after")
+    def _one_scaling_mode(self):
+        if self.autoscaling_config and isinstance(self.num_replicas, int):
+            raise ValueError("give num_replicas or autoscaling_config, not both")
+        return self
+
+    def serve_options(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+
+
+class Limits(_Strict):
+    max_question_chars: int = Field(2000, ge=1)
+    max_body_bytes: int = Field(16_384, ge=256)
+    deadline_s: float = Field(300.0, gt=0)  # past it a request gets 504 (its work still ends)
+    # answer requests in progress at once; one more gets 503 + Retry-After at once
+    max_in_flight: int = Field(8, ge=1)
+    retry_after_s: int | None = Field(None, ge=1)  # None: from recent answer latency
+
+
+class Auth(_Strict):
+    """Bearer-token auth for /v1/*: the token itself (tests) or, better, the name of the
+    environment variable that holds it. /healthz and /metrics stay open."""
+
+    bearer_token: str | None = None
+    bearer_token_env: str | None = None
+
+    def token(self) -> str | None:
+        if self.bearer_token:
+            return self.bearer_token
+        if self.bearer_token_env:
+            value = os.environ.get(self.bearer_token_env, "").strip()
+            return value or None
+        return None
+
+
+class Batching(_Strict):
+    """The Generator gathers concurrent single-prompt requests into one engine batch."""
+
+    max_batch_size: int = Field(8, ge=1)
+    batch_wait_timeout_s: float = Field(0.05, ge=0)
+
+
+class AppConfig(_Strict):
+    index: str | None = None  # default: $FINRAG_INDEX, else the user's default index folder
+    profile: str | None = None  # default: $FINRAG_PROFILE, else the profiles file's default
+    profiles_file: str | None = None  # a user profiles YAML (default: $FINRAG_CONFIG)
+    meta_index: str | None = None  # V-A variant folder (default: <index>-meta when present)
+    llmctx_index: str | None = None  # V-B variant folder (default: <index>-llmctx)
+    large_rerank: bool | None = None  # None: the profile's setting
+    use_llm_router: bool = True
+    companies: list[str] = Field(default_factory=list)  # extra company tables (YAML)
+    limits: Limits = Field(default_factory=Limits)
+    auth: Auth = Field(default_factory=Auth)
+    batching: Batching = Field(default_factory=Batching)
+    deployments: dict[str, DeploymentOptions] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _known_deployments(self):
+        unknown = sorted(set(self.deployments) - set(DEPLOYMENTS))
+        if unknown:
+            raise ValueError(f"unknown deployment(s) {', '.join(unknown)}; "
+                             f"known: {', '.join(DEPLOYMENTS)}")
+        return self
+
+    def options(self, name: str) -> dict[str, Any]:
+        opts = self.deployments.get(name)
+        return opts.serve_options() if opts else {}
+
+    def index_dir(self) -> Path:
+        from retrieval.index import default_index_dir
+
+        return Path(self.index).expanduser() if self.index else default_index_dir()
+
+
+class ServeFile(BaseModel):
+    """The parts of a Serve config file finrag reads (the rest is Serve's)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    http_options: dict[str, Any] = Field(default_factory=dict)
+    applications: list[dict[str, Any]]
+
+    @model_validator(mode="after")
+    def _one_finrag_app(self):
+        if not self.finrag_apps():
+            raise ValueError("no application with import_path serving.app:build_app")
+        return self
+
+    def finrag_apps(self) -> list[dict[str, Any]]:
+        return [a for a in self.applications if a.get("import_path") == "serving.app:build_app"]
+
+    def app_config(self) -> AppConfig:
+        return AppConfig.model_validate(self.finrag_apps()[0].get("args") or {})
+
+
+def load_serve_file(path: str | Path) -> ServeFile:
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no Serve config at {path}") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"{path}: a Serve config is a YAML mapping")
+    return ServeFile.model_validate(raw)

@@ -1,0 +1,218 @@
+"""The Serve deployments: each a small class around one object of ``models``/``retrieval``.
+
+Placement (CPUs, GPUs), replicas, autoscaling and ``max_ongoing_requests`` are not written
+here: ``build_app`` applies them from the config (``deploy/*.yaml``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from typing import Any
+
+from ray import serve
+
+from serving.config import AppConfig
+
+
+def _profile(cfg: AppConfig):
+    from models.profiles import load_config
+
+    prof = load_config(cfg.profiles_file).active(cfg.profile)
+    if cfg.large_rerank is not None:
+        prof = prof.model_copy(update={"pipeline": prof.pipeline.model_copy(
+            update={"large_rerank": cfg.large_rerank})})
+    return prof
+
+
+def variant_dirs(cfg: AppConfig) -> dict[str, str]:
+    """The index variants that exist on disk (V-A ``meta``, V-B ``llmctx``)."""
+    from pathlib import Path
+
+    from retrieval.pipelines import variant_dir
+
+    index = cfg.index_dir()
+    found = {}
+    for variant, given in (("meta", cfg.meta_index), ("llmctx", cfg.llmctx_index)):
+        folder = Path(given) if given else variant_dir(index, variant)
+        if (folder / "catalog.sqlite").is_file():
+            found[variant] = str(folder)
+    return found
+
+
+@serve.deployment
+class Embedder:
+    """The index's query embedder (the one its chunks were embedded with)."""
+
+    def __init__(self, config: dict):
+        from models.embedders import load_embedder
+        from retrieval.index import Index
+
+        with Index.open(AppConfig.model_validate(config).index_dir()) as index:
+            settings = index.settings
+        self.embedder = load_embedder(settings.embedder, kind=settings.embedder_kind)
+
+    def encode(self, texts: list[str]):
+        return self.embedder.encode(texts)
+
+
+@serve.deployment
+class Retriever:
+    """Catalog + FTS5 + FAISS, opened read-only; the plain index and its variants."""
+
+    def __init__(self, config: dict):
+        from retrieval.index import Index
+
+        cfg = AppConfig.model_validate(config)
+        self.indexes = {None: Index.open(cfg.index_dir())}
+        for variant, folder in variant_dirs(cfg).items():
+            self.indexes[variant] = Index.open(folder)
+
+    def _index(self, variant: str | None):
+        if variant not in self.indexes:
+            raise FileNotFoundError(f"the {variant!r} index variant is not served; build it with "
+                                    f"`finrag ingest PATHS --variant {variant}` beside the index")
+        return self.indexes[variant]
+
+    def variants(self) -> list[str]:
+        return [v for v in self.indexes if v]
+
+    def settings(self, variant: str | None = None):
+        return self._index(variant).settings
+
+    def search(self, query: str, vector, variant: str | None = None, **kwargs):
+        return self._index(variant).search(query, vector, **kwargs)
+
+    def document(self, doc_id: str, variant: str | None = None):
+        return self._index(variant).catalog.document(doc_id)
+
+    def pages(self, doc_id: str, variant: str | None = None):
+        return self._index(variant).catalog.pages(doc_id)
+
+    def documents(self, variant: str | None = None) -> list[dict[str, Any]]:
+        return [d.to_dict() for d in self._index(variant).documents()]
+
+
+@serve.deployment
+class Reranker:
+    """One reranker role: ``light_reranker`` (MaxSim / cross-encoder) or ``large_reranker``
+    (LLM yes/no scorer / large cross-encoder)."""
+
+    def __init__(self, config: dict, role: str):
+        from models.profiles import load_reranker
+
+        self.reranker = load_reranker(_profile(AppConfig.model_validate(config)), role)
+
+    def describe(self) -> tuple[str, str]:
+        return self.reranker.model_id, getattr(self.reranker, "name", type(self.reranker).__name__)
+
+    def score(self, query: str, passages: list[str]):
+        scores = self.reranker.score(query, passages)
+        usage = getattr(self.reranker, "last_usage", None)
+        return [float(s) for s in scores], dict(usage) if usage else None
+
+
+@serve.deployment
+class Generator:
+    """The generator's LLM engine (transformers on CPU, vLLM on GPU). Concurrent one-prompt
+    requests are gathered into one engine batch (``serve.batch``); the engine runs one batch
+    at a time (its JSON processors are stateful)."""
+
+    def __init__(self, config: dict, role: str = "generator"):
+        from models.profiles import load_llm
+
+        cfg = AppConfig.model_validate(config)
+        self.engine = load_llm(_profile(cfg), role)
+        self._lock = threading.Lock()
+        self._batched.set_max_batch_size(cfg.batching.max_batch_size)
+        self._batched.set_batch_wait_timeout_s(cfg.batching.batch_wait_timeout_s)
+
+    def _locked(self, fn, *args, **kwargs):
+        with self._lock:
+            return fn(*args, **kwargs)
+
+    def model_id(self) -> str:
+        return self.engine.model_id
+
+    def tokenizer(self):
+        return getattr(self.engine, "tokenizer", None)
+
+    def count_tokens(self, text: str) -> int:
+        return self.engine.count_tokens(text)
+
+    @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.05)
+    async def _batched(self, prompts: list, params: list) -> list:
+        groups: dict[str, list[int]] = {}
+        for i, p in enumerate(params):
+            groups.setdefault(repr(p), []).append(i)
+        out: list = [None] * len(prompts)
+        for idx in groups.values():
+            done = await asyncio.to_thread(self._locked, self.engine.generate,
+                                           [prompts[i] for i in idx], params[idx[0]])
+            for i, completion in zip(idx, done):
+                out[i] = completion
+        return out
+
+    async def generate(self, prompts: list, params=None) -> list:
+        if len(prompts) == 1:
+            return [await self._batched(prompts[0], params)]
+        return await asyncio.to_thread(self._locked, self.engine.generate, prompts, params)
+
+    async def generate_json(self, prompts: list, schema, params=None) -> list:
+        return await asyncio.to_thread(self._locked, self.engine.generate_json, prompts, schema,
+                                       params)
+
+    def stream(self, prompt, params=None):
+        """Text pieces as they are generated, then the ``Completion``."""
+        pieces: queue.Queue = queue.Queue()
+        done = object()
+
+        def work():
+            try:
+                pieces.put(self._locked(self.engine.generate, [prompt], params,
+                                        on_text=pieces.put)[0])
+            except BaseException as exc:  # handed to the reader below
+                pieces.put(exc)
+            finally:
+                pieces.put(done)
+
+        threading.Thread(target=work, daemon=True).start()
+        while (item := pieces.get()) is not done:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+
+@serve.deployment
+class Router:
+    """Routing: the deterministic resolver over the catalog, its content scorer (scoped search
+    through the Embedder), and the router LLM — the Generator's engine when the profile uses
+    one model for both roles, else its own."""
+
+    def __init__(self, config: dict, embedder, generator=None):
+        from retrieval.companies import CompanyTable
+        from retrieval.index import Index
+        from retrieval.routing import Router as Resolver, make_content_scorer
+        from serving.remote import RemoteEmbedder, RemoteLLM
+
+        cfg = AppConfig.model_validate(config)
+        prof = _profile(cfg)
+        self.index = Index.open(cfg.index_dir())
+        llm = None
+        if cfg.use_llm_router:
+            if generator is not None:
+                llm = lambda: RemoteLLM(generator)  # noqa: E731 — on first need
+            else:
+                from models.profiles import load_llm
+
+                llm = lambda: load_llm(prof, "router")  # noqa: E731
+        self.router = Resolver(self.index, CompanyTable.load(cfg.companies), llm=llm,
+                               content_scorer=make_content_scorer(self.index,
+                                                                  RemoteEmbedder(embedder)))
+
+    def route(self, question: str):
+        return self.router.route(question)
+
+    def stats(self) -> dict[str, Any]:
+        return dict(self.router.stats)

@@ -1,0 +1,111 @@
+"""Start and stop the Serve app from Python (``finrag serve``, ``make demo``, tests).
+
+``serve run deploy/cpu.yaml`` does the same through Serve's own CLI.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from serving.config import AppConfig, load_serve_file
+
+DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "deploy" / "cpu.yaml"
+os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+
+
+def get_json(url: str, timeout: float = 10.0, token: str | None = None) -> tuple[int, dict]:
+    request = urllib.request.Request(url)
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
+            return r.status, json.loads(r.read() or b"{}")
+    except urllib.error.HTTPError as e:
+        try:
+            return e.code, json.loads(e.read() or b"{}")
+        except ValueError:
+            return e.code, {}
+
+
+class Service:
+    """The app running on a local Ray (or the cluster at ``address``), as a context manager:
+
+        with Service(cfg, port=8000) as url: ...
+
+    ``start`` returns once /healthz says every deployment is ready (bounded by ``timeout``);
+    ``stop`` deletes the app, shuts Serve down and, if this object started Ray, Ray too."""
+
+    def __init__(self, cfg: AppConfig, *, host: str = "127.0.0.1", port: int = 8000,
+                 address: str | None = None, num_cpus: int | None = None, quiet: bool = True):
+        self.cfg, self.host, self.port = cfg, host, port
+        self.address, self.num_cpus, self.quiet = address, num_cpus, quiet
+        self.url = f"http://{host}:{port}"
+        self._started_ray = False
+
+    def start(self, timeout: float = 900.0, progress=print) -> str:
+        import ray
+        from ray import serve
+
+        from serving.app import build_app
+
+        if not ray.is_initialized():
+            address = self.address or os.environ.get("RAY_ADDRESS")
+            if address:
+                ray.init(address=address, log_to_driver=not self.quiet)
+            else:
+                ray.init(num_cpus=self.num_cpus or os.cpu_count(), include_dashboard=False,
+                         log_to_driver=not self.quiet)
+                self._started_ray = True
+        serve.start(http_options={"host": self.host, "port": self.port},
+                    logging_config={"log_level": "WARNING" if self.quiet else "INFO"})
+        progress(f"starting the finrag app on {self.url} (models load in each deployment)…")
+        serve.run(build_app(self.cfg), name="finrag", route_prefix="/", blocking=False)
+        deadline = time.monotonic() + timeout
+        status, body = 0, {}
+        while time.monotonic() < deadline:
+            try:
+                status, body = get_json(f"{self.url}/healthz", timeout=60)
+            except (urllib.error.URLError, ConnectionError, TimeoutError):
+                status = 0
+            if status == 200:
+                return self.url
+            time.sleep(1.0)
+        self.stop()
+        raise TimeoutError(f"the app was not ready within {timeout:.0f} s "
+                           f"(last /healthz: {status} {body.get('error', '')})")
+
+    def stop(self) -> None:
+        import ray
+        from ray import serve
+
+        if ray.is_initialized():
+            try:
+                serve.shutdown()
+            finally:
+                if self._started_ray:
+                    ray.shutdown()
+
+    def __enter__(self) -> str:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+def service_from_file(config: str | Path | None = None, *, index: str | None = None,
+                      profile: str | None = None, host: str | None = None,
+                      port: int | None = None) -> Service:
+    """A ``Service`` from a Serve config file, with command-line overrides."""
+    serve_file = load_serve_file(config or DEFAULT_CONFIG)
+    cfg = serve_file.app_config()
+    updates = {k: v for k, v in (("index", index), ("profile", profile)) if v is not None}
+    if updates:
+        cfg = cfg.model_copy(update=updates)
+    http = serve_file.http_options
+    return Service(cfg, host=host or http.get("host", "127.0.0.1"),
+                   port=port or int(http.get("port", 8000)))
