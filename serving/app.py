@@ -29,13 +29,14 @@ from typing import Any, Literal
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response, StreamingResponse
+from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
 
 from retrieval.pipelines import SYSTEMS, QuestionError
 from serving.config import AppConfig
 from serving.deployments import Embedder, Generator, Reranker, Retriever, Router, _profile
-from serving.metrics import CONTENT_TYPE_LATEST, Metrics
+from serving.metrics import Metrics
 
 log = logging.getLogger("finrag.serve")
 

@@ -273,14 +273,21 @@ def _pipeline_args(p: argparse.ArgumentParser) -> None:
                    help="run the cascade's large LLM reranker (default: the profile's setting)")
 
 
-def _load_pipeline(args):
-    from retrieval.pipelines import Pipeline, variant_dir
+def _pipeline_kwargs(args) -> dict:
+    """``Pipeline.load`` keyword arguments from the pipeline options (index aside)."""
+    from retrieval.pipelines import variant_dir
 
     index = _index_dir(args)
     variants = {"meta": args.meta_index or variant_dir(index, "meta"),
                 "llmctx": args.llmctx_index or variant_dir(index, "llmctx")}
-    return Pipeline.load(index, profile=args.profile, config=args.config, variant_dirs=variants,
-                         large_rerank=args.large_rerank)
+    return dict(profile=args.profile, config=args.config, variant_dirs=variants,
+                large_rerank=args.large_rerank)
+
+
+def _load_pipeline(args):
+    from retrieval.pipelines import Pipeline
+
+    return Pipeline.load(_index_dir(args), **_pipeline_kwargs(args))
 
 
 def _print_answer(a: dict) -> None:
@@ -356,6 +363,54 @@ def cmd_eval(args) -> int:
         print(f"{len(questions)} questions, profile {pipe.profile.name}, index {_index_dir(args)}")
         print(format_table(result["systems"]))
     return 0
+
+
+def cmd_serve(args) -> int:
+    import signal
+    import threading
+
+    from serving.server import service_from_file
+
+    service = service_from_file(args.config, index=str(args.index) if args.index else None,
+                                profile=args.profile, host=args.host, port=args.port)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    url = service.start(progress=lambda m: print(m, flush=True))
+    try:
+        print(f"finrag is serving on {url}  (profile {service.cfg.profile or 'default'}, "
+              f"index {service.cfg.index_dir()})\n"
+              f"  POST {url}/v1/answer   GET {url}/v1/documents   GET {url}/healthz   "
+              f"GET {url}/metrics   {url}/docs\n"
+              "Ctrl-C stops it.", flush=True)
+        stop.wait()
+    finally:
+        print("stopping…", flush=True)
+        service.stop()
+    print("stopped", flush=True)
+    return 0
+
+
+def cmd_batch(args) -> int:
+    from serving.batch import run_batch
+
+    summary = run_batch(args.questions, args.out, index=_index_dir(args), system=args.system,
+                        generate=not args.no_generate, sequential=args.sequential,
+                        workers=args.workers, batch_size=args.batch_size, limit=args.limit,
+                        progress=not args.quiet, pipeline_kwargs=_pipeline_kwargs(args))
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        s = summary
+        rate = f"{s['questions_per_s']:.3f} questions/s" if s["questions_per_s"] else "-"
+        joules = "n/a" if s["energy"]["joules"] is None else f"{s['energy']['joules']:.1f} J"
+        print(f"{s['answered']} answered ({s['errors']} with errors), {s['already_done']} "
+              f"already in {s['out']}, {s['questions']} questions — {s['seconds']:.1f} s, "
+              f"{rate} [{s['mode']}]")
+        print(f"totals: {s['llm_calls']} LLM calls, {s['prompt_tokens']} prompt + "
+              f"{s['completion_tokens']} completion tokens; energy {joules} "
+              f"(source: {s['energy']['source']})")
+    return 1 if summary["errors"] else 0
 
 
 # parser -------------------------------------------------------------------------
@@ -475,6 +530,42 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     _pipeline_args(p)
     p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("serve", help="run the HTTP service (Ray Serve) on this machine",
+                       description="Start Ray Serve with the app of a Serve config file "
+                                   "(deploy/cpu.yaml unless --config) and serve until Ctrl-C "
+                                   "or SIGTERM, then shut Serve and Ray down. `serve run "
+                                   "deploy/cpu.yaml` runs the same app. Set RAY_ADDRESS to "
+                                   "deploy onto a running cluster instead.")
+    p.add_argument("--config", type=Path, default=None, metavar="FILE",
+                   help="Serve config YAML (deploy/cpu.yaml)")
+    p.add_argument("--profile", default=None, help="model profile (the config's)")
+    p.add_argument("--host", default=None, help="address to listen on (the config's: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=None, help="port (the config's: 8000)")
+    _index_arg(p)
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("batch", help="answer a JSONL of questions offline (Ray Data)",
+                       description="One Answer record per line of --out, with the question's "
+                                   "id. Resumable: ids already in --out are skipped, and a "
+                                   "killed run loses no finished answer. Runs a pool of "
+                                   "pipeline actors on Ray Data (RAY_ADDRESS: a cluster), or "
+                                   "a plain loop with --sequential.")
+    p.add_argument("questions", type=Path, metavar="QUESTIONS.jsonl",
+                   help="JSONL with \"question\" (and \"id\" or \"financebench_id\")")
+    p.add_argument("--out", type=Path, required=True, metavar="ANSWERS.jsonl")
+    p.add_argument("--system", default="hdrr",
+                   choices=("hdrr", "cbr", "sfr", "cbr_meta", "cbr_llmctx", "agentic"))
+    p.add_argument("--workers", type=int, default=1, help="pipeline actors (1)")
+    p.add_argument("--batch-size", type=int, default=8,
+                   help="questions per actor call; their generation is one batch (8)")
+    p.add_argument("--sequential", action="store_true", help="a plain loop, no Ray")
+    p.add_argument("--limit", type=int, default=None, help="only the first N questions")
+    p.add_argument("--no-generate", action="store_true", help="retrieval and context only")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    _pipeline_args(p)
+    p.set_defaults(func=cmd_batch)
     return parser
 
 
