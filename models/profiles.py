@@ -171,6 +171,11 @@ def load_llm(profile: Profile, role: str = "generator", **kwargs):
     if profile.engine == "vllm":
         from models.vllm_engine import VLLMEngine
 
+        # room for the profile's longest prompt: an SFR part or the context, plus the
+        # instructions and the answer
+        p = profile.pipeline
+        kwargs.setdefault("max_model_len",
+                          max(p.sfr_part_tokens, p.context_tokens) + p.answer_tokens + 1024)
         return VLLMEngine(weights.path, **kwargs)
     from models.transformers_engine import TransformersEngine
 

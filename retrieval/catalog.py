@@ -5,6 +5,7 @@ and the chunks' vectors — everything about one document is written in one tran
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
 from dataclasses import dataclass
@@ -137,7 +138,11 @@ class Catalog:
     def __init__(self, path: Path, *, readonly: bool = False):
         self.path = Path(path)
         if readonly:
-            self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            # on a read-only mount a WAL database cannot even be read (no -shm file can be
+            # made); there nothing can change it either, so it is opened as immutable
+            flags = "mode=ro" if os.access(self.path.parent, os.W_OK) else "immutable=1"
+            self.db = sqlite3.connect(f"file:{self.path}?{flags}", uri=True,
+                                      check_same_thread=False)
         else:
             self.db = sqlite3.connect(self.path, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")

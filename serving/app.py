@@ -89,10 +89,13 @@ async def _invalid(request: Request, exc: RequestValidationError):
     return _error(request, 422, "bad_request", "; ".join(problems) or "invalid request")
 
 
+_ENDPOINTS = {"/v1/answer", "/v1/documents", "/healthz", "/metrics", "/docs", "/openapi.json"}
+
+
 @api.middleware("http")
 async def _limits_and_counts(request: Request, call_next):
     ingress = _ingress(request)
-    endpoint = request.url.path
+    endpoint = request.url.path if request.url.path in _ENDPOINTS else "other"
     if ingress is not None and request.method == "POST":
         limit = ingress.cfg.limits.max_body_bytes
         length = request.headers.get("content-length")
@@ -290,6 +293,9 @@ def build_app(args: dict | AppConfig | None = None):
     ``deploy/*.yaml``). Placement, replicas and limits of each deployment come from
     ``deployments:``; deployments the profile does not use are left out."""
     cfg = args if isinstance(args, AppConfig) else AppConfig.model_validate(args or {})
+    if cfg.auth.required and cfg.auth.token() is None:
+        raise ValueError("auth.required is set but no bearer token is configured: set "
+                         f"${cfg.auth.bearer_token_env or 'FINRAG_API_TOKEN'} (auth.bearer_token_env)")
     conf = cfg.model_dump(mode="json")
     prof = _profile(cfg)
     embedder = Embedder.options(**cfg.options("Embedder")).bind(conf)
@@ -305,6 +311,9 @@ def build_app(args: dict | AppConfig | None = None):
     shares_llm = prof.role("router").model == prof.role("generator").model
     router = Router.options(**cfg.options("Router")).bind(conf, embedder,
                                                           generator if shares_llm else None)
-    ingress = {"max_ongoing_requests": cfg.limits.max_in_flight + 16} | cfg.options("Ingress")
+    # room above the admission limit for /healthz, /metrics and the 503s themselves; past it
+    # Serve's own bounded queue answers 503 rather than letting requests wait unseen
+    ingress = {"max_ongoing_requests": cfg.limits.max_in_flight + 16,
+               "max_queued_requests": cfg.limits.max_in_flight + 16} | cfg.options("Ingress")
     return Ingress.options(**ingress).bind(conf, router, embedder, retriever, light, large,
                                            generator)

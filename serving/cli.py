@@ -178,7 +178,7 @@ def cmd_models(args) -> int:
 def cmd_demo(args) -> int:
     from serving.demo import run_demo
 
-    return run_demo(args.workdir)
+    return run_demo(args.workdir, serve=not args.no_serve, profile=args.profile, port=args.port)
 
 
 def _route_questions(router, args) -> int:
@@ -290,7 +290,7 @@ def _load_pipeline(args):
     return Pipeline.load(_index_dir(args), **_pipeline_kwargs(args))
 
 
-def _print_answer(a: dict) -> None:
+def print_answer(a: dict) -> None:
     print(a["answer"])
     print()
     if a["citations"]:
@@ -333,7 +333,7 @@ def cmd_ask(args) -> int:
     if args.json:
         print(json.dumps(answer, indent=2))
     else:
-        _print_answer(answer)
+        print_answer(answer)
     return 0
 
 
@@ -475,11 +475,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_models)
 
-    p = sub.add_parser("demo", help="build the embedded look-alike corpus and search it",
+    p = sub.add_parser("demo", help="the embedded look-alike corpus: ingest, search, serve, ask",
                        description="Generate the demo corpus (fictional look-alike 10-Ks), "
-                                   "ingest it and show whole-corpus vs scoped search.")
+                                   "ingest it, show whole-corpus vs scoped search, then start "
+                                   "the Serve app on 127.0.0.1, ask over HTTP (answers with "
+                                   "citations, tokens, LLM calls, per-stage latency, energy), "
+                                   "compare CBR and HDRR on a look-alike question, and stop.")
     p.add_argument("--workdir", type=Path, default=Path(".finrag/demo"),
                    help="where the corpus and its index go (.finrag/demo)")
+    p.add_argument("--profile", default="cpu", help="model profile of the service (cpu)")
+    p.add_argument("--port", type=int, default=None, help="port (a free one)")
+    p.add_argument("--no-serve", action="store_true", help="search only, no service")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("route", help="show which filings a question is routed to (no answer)",
@@ -569,16 +575,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
+    import signal
+
     args = build_parser().parse_args(argv)
+    if args.command != "serve":  # SIGTERM ends like Ctrl-C: services stopped, work kept
+        signal.signal(signal.SIGTERM, _interrupt)
     try:
         return args.func(args)
     except (FileNotFoundError, ValueError, PermissionError, RuntimeError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted: documents finished so far are kept; re-run to resume",
-              file=sys.stderr)
+        print("interrupted: work finished so far is kept (ingest, batch and eval resume "
+              "where they stopped)", file=sys.stderr)
         return 130
 
 

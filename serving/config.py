@@ -54,6 +54,7 @@ class Auth(_Strict):
 
     bearer_token: str | None = None
     bearer_token_env: str | None = None
+    required: bool = False  # refuse to start without a token (any non-loopback listener)
 
     def token(self) -> str | None:
         if self.bearer_token:
@@ -94,8 +95,13 @@ class AppConfig(_Strict):
         return self
 
     def options(self, name: str) -> dict[str, Any]:
+        """Serve options of a deployment. Without ``ray_actor_options`` it reserves no CPU:
+        Ray's default of one CPU per actor would need 7 CPUs for the app and leave nothing
+        for a batch job on a small machine (placement is the config's job)."""
         opts = self.deployments.get(name)
-        return opts.serve_options() if opts else {}
+        opts = opts.serve_options() if opts else {}
+        opts.setdefault("ray_actor_options", {"num_cpus": 0})
+        return opts
 
     def index_dir(self) -> Path:
         from retrieval.index import default_index_dir

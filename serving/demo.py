@@ -1,7 +1,10 @@
-"""`finrag demo`: the embedded look-alike corpus, indexed and searched, on a laptop CPU.
+"""`finrag demo`: the embedded look-alike corpus, indexed, searched and served, on a laptop CPU.
 
 It shows the problem finrag exists to fix: whole-corpus chunk search returns look-alike
-passages of the wrong company, while search scoped to the right filing does not.
+passages of the wrong company, while search scoped to the right filing does not. Then it
+starts the Serve app on 127.0.0.1, asks questions over HTTP, and looks for a look-alike
+question where CBR answers from the wrong company's filing and HDRR does not (what it finds is
+measured in this run, not scripted), and shuts everything down.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ def _line(ch: str = "─", n: int = 78) -> str:
     return ch * n
 
 
-def run_demo(workdir: Path) -> int:
+def run_demo(workdir: Path, *, serve: bool = True, profile: str = "cpu",
+             port: int | None = None) -> int:
     from models.embedders import load_embedder
     from retrieval.demo_corpus import generate_demo_corpus
     from retrieval.index import Index
@@ -66,8 +70,105 @@ def run_demo(workdir: Path) -> int:
                                 and h.first_page <= q["evidence_page"] <= h.last_page)
                     print(f"    {mark} {h.doc_id:24} {pages:8} {company[h.doc_id]:28}"
                           f"{'<- evidence page' if evidence else ''}")
+    status = 0
+    if serve:
+        status = serve_demo(workdir / "index", questions, corpus.facts_path, profile=profile,
+                            port=port)
     print()
     print(_line("═"))
-    print(f"done in {time.perf_counter() - t0:.1f}s. Try:  finrag search \"net income\" "
-          f"--index {workdir / 'index'} --doc {questions[0]['doc_id']}")
+    print(f"done in {time.perf_counter() - t0:.1f}s. Try:  finrag ask \"{questions[0]['question']}\" "
+          f"--index {workdir / 'index'}   or   finrag serve --index {workdir / 'index'}")
+    return status
+
+
+def _figure(value: float) -> list[str]:
+    """The ways an answer may write a figure: 3793 → '3,793', '3793'; 3.66 → '3.66'."""
+    if float(value).is_integer():
+        return [f"{int(value):,}", str(int(value))]
+    return [f"{value:g}"]
+
+
+def _says(text: str, value: float) -> bool:
+    return any(f in text for f in _figure(value))
+
+
+def serve_demo(index: Path, questions: list[dict], facts_path: Path, *, profile: str = "cpu",
+               port: int | None = None) -> int:
+    from serving.cli import print_answer
+    from serving.server import free_port, get_json, post_json, service_from_file
+
+    service = service_from_file(None, index=str(index), profile=profile,
+                                port=port or free_port())
+    print()
+    print(_line("═"))
+    print(f"the service: Ray Serve on 127.0.0.1, profile {profile}, questions over HTTP")
+    print(_line("═"))
+    t0 = time.perf_counter()
+    with service as url:
+        print(f"ready in {time.perf_counter() - t0:.0f}s at {url}")
+        _, docs = get_json(f"{url}/v1/documents")
+        print(f"GET /v1/documents → {docs['count']} filings")
+        for q in questions[:2]:
+            print()
+            print(_line())
+            print(f"POST /v1/answer  system=hdrr  Q: {q['question']}")
+            print(f"(known answer: {q['answer']}, {q['doc_id']} p.{q['evidence_page']})")
+            print(_line())
+            code, answer = post_json(f"{url}/v1/answer", {"question": q["question"],
+                                                         "system": "hdrr"})
+            if code != 200:
+                print(f"error {code}: {answer.get('error')}")
+                return 1
+            print_answer(answer)
+        _look_alike(url, questions, facts_path, post_json)
+        print()
+        print("stopping the service…")
+    print("stopped: Serve and Ray shut down")
     return 0
+
+
+def _look_alike(url: str, questions: list[dict], facts_path: Path, post_json) -> None:
+    """CBR vs HDRR on look-alike questions: first retrieval only (cheap) to find one whose
+    CBR context leads with another company's filing, then both systems answer it."""
+    facts = json.loads(Path(facts_path).read_text())
+    print()
+    print(_line("═"))
+    print("look-alike questions: whole-corpus chunk RAG (cbr) vs document-routed (hdrr)")
+    print(_line("═"))
+    for q in (q for q in questions if "look-alike" in q.get("tags", [])):
+        _, probe = post_json(f"{url}/v1/answer", {"question": q["question"], "system": "cbr",
+                                                  "generate": False})
+        context = (probe.get("retrieved") or {}).get("context") or []
+        if not context or context[0]["doc_id"] == q["doc_id"]:
+            print(f"  cbr context leads with the right filing for: {q['question']}")
+            continue
+        print(f"Q: {q['question']}  (known answer: {q['answer']}, {q['doc_id']})")
+        others = {f["doc_id"]: f["value"] for f in facts if f["doc_id"] != q["doc_id"]
+                  and f["metric"] == _metric_of(q, facts)}
+        for system in ("cbr", "hdrr"):
+            code, a = post_json(f"{url}/v1/answer", {"question": q["question"], "system": system})
+            if code != 200:
+                print(f"  {system}: error {code}: {a.get('error')}")
+                continue
+            cited = sorted({c["doc_id"] for c in a["citations"]})
+            lead = a["retrieved"]["context"][0]["doc_id"] if a["retrieved"].get("context") else "-"
+            took = [d for d, v in others.items() if _says(a["answer"], v)]
+            verdict = ("right figure" if _says(a["answer"], q["value"]) else
+                       f"WRONG COMPANY'S FIGURE (from {', '.join(took)})" if took else
+                       "figure not found in the answer")
+            u = a["usage"]
+            print(f"  {system:5} context led by {lead}; cites {', '.join(cited) or '-'}")
+            print(f"        answer: {' '.join(a['answer'].split())[:160]}")
+            print(f"        → {verdict}; {u['llm_calls']} LLM call(s), {u['prompt_tokens']}+"
+                  f"{u['completion_tokens']} tokens, {a['timings_ms']['total'] / 1000:.1f}s, "
+                  f"energy {a['energy']['joules'] if a['energy']['joules'] is not None else 'n/a'}"
+                  f" ({a['energy']['source']})")
+        return
+    print("  in this run CBR's context led with the right filing for every look-alike question")
+
+
+def _metric_of(q: dict, facts: list[dict]) -> str | None:
+    for f in facts:
+        if f["doc_id"] == q["doc_id"] and f["value"] == q.get("value"):
+            return f["metric"]
+    return None

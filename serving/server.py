@@ -32,6 +32,31 @@ def get_json(url: str, timeout: float = 10.0, token: str | None = None) -> tuple
             return e.code, {}
 
 
+def post_json(url: str, body: dict, timeout: float = 600.0, token: str | None = None
+              ) -> tuple[int, dict]:
+    data = json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method="POST",
+                                     headers={"Content-Type": "application/json"})
+    if token:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as r:
+            return r.status, json.loads(r.read() or b"{}")
+    except urllib.error.HTTPError as e:
+        try:
+            return e.code, json.loads(e.read() or b"{}")
+        except ValueError:
+            return e.code, {}
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
 class Service:
     """The app running on a local Ray (or the cluster at ``address``), as a context manager:
 
@@ -74,10 +99,24 @@ class Service:
                 status = 0
             if status == 200:
                 return self.url
+            failed = self._failure(serve)
+            if failed:
+                self.stop()
+                raise RuntimeError(f"the app failed to start: {failed}")
             time.sleep(1.0)
         self.stop()
         raise TimeoutError(f"the app was not ready within {timeout:.0f} s "
                            f"(last /healthz: {status} {body.get('error', '')})")
+
+    @staticmethod
+    def _failure(serve) -> str | None:
+        """Why the app failed to deploy, if it has (a deployment's constructor raised)."""
+        app = serve.status().applications.get("finrag")
+        if app is None or app.status != "DEPLOY_FAILED":  # a str enum
+            return None
+        lines = [app.message] + [f"{name}: {d.message}" for name, d in app.deployments.items()
+                                 if d.message]
+        return "; ".join(m.strip().splitlines()[-1] for m in lines if m and m.strip())
 
     def stop(self) -> None:
         import ray
@@ -101,11 +140,14 @@ def service_from_file(config: str | Path | None = None, *, index: str | None = N
                       profile: str | None = None, host: str | None = None,
                       port: int | None = None) -> Service:
     """A ``Service`` from a Serve config file, with command-line overrides."""
-    serve_file = load_serve_file(config or DEFAULT_CONFIG)
-    cfg = serve_file.app_config()
+    if config is None and not DEFAULT_CONFIG.is_file():  # installed without the repo's deploy/
+        serve_file, cfg = None, AppConfig()
+    else:
+        serve_file = load_serve_file(config or DEFAULT_CONFIG)
+        cfg = serve_file.app_config()
     updates = {k: v for k, v in (("index", index), ("profile", profile)) if v is not None}
     if updates:
         cfg = cfg.model_copy(update=updates)
-    http = serve_file.http_options
+    http = serve_file.http_options if serve_file else {}
     return Service(cfg, host=host or http.get("host", "127.0.0.1"),
                    port=port or int(http.get("port", 8000)))

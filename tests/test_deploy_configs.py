@@ -1,0 +1,409 @@
+"""The files in deploy/ agree with ``serving.config.AppConfig``, with Ray Serve's own config
+schema and with each other: gpu.yaml and the RayService's serveConfigV2 carry the same
+application (only ``index`` differs), and the image installs the ``gpu`` extra only.
+
+Nothing here starts Ray: ``build_app`` only composes the application (``.options``/``.bind``),
+which is where Serve validates each deployment's placement and scaling settings."""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import math
+import shlex
+from pathlib import Path
+
+import pytest
+import ray
+import yaml
+from pydantic import ValidationError
+from ray.serve.config import AutoscalingConfig
+from ray.serve.deployment import Application
+from ray.serve.schema import RayActorOptionsSchema, ServeDeploySchema
+
+from serving.config import DEPLOYMENTS, AppConfig, ServeFile, load_serve_file
+
+DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
+CPU, GPU = DEPLOY / "cpu.yaml", DEPLOY / "gpu.yaml"
+K8S = DEPLOY / "kuberay-rayservice.yaml"
+DOCKERFILE = DEPLOY / "Dockerfile.gpu"
+LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+VLLM_KINDS = {"llm", "llm-scorer"}
+
+
+@pytest.fixture(autouse=True)
+def _packaged_profiles(monkeypatch):
+    """Check against the packaged profiles, not whatever FINRAG_* this shell has set."""
+    import os
+
+    for name in list(os.environ):
+        if name.startswith("FINRAG_"):
+            monkeypatch.delenv(name)
+
+
+# --- helpers -------------------------------------------------------------------------------
+
+def k8s_docs() -> list[dict]:
+    return [d for d in yaml.safe_load_all(K8S.read_text()) if d is not None]
+
+
+def k8s_object(kind: str) -> dict:
+    found = [d for d in k8s_docs() if d.get("kind") == kind]
+    assert len(found) == 1, f"expected one {kind} in {K8S.name}, found {len(found)}"
+    return found[0]
+
+
+def rayservice_serve() -> dict:
+    text = k8s_object("RayService")["spec"]["serveConfigV2"]
+    assert isinstance(text, str), "serveConfigV2 is a YAML string (`serveConfigV2: |`)"
+    return yaml.safe_load(text)
+
+
+def serve_configs() -> dict[str, dict]:
+    """Every Serve config in deploy/, raw: the two files and the RayService's serveConfigV2."""
+    return {CPU.name: yaml.safe_load(CPU.read_text()), GPU.name: yaml.safe_load(GPU.read_text()),
+            f"{K8S.name}:serveConfigV2": rayservice_serve()}
+
+
+def finrag_app(serve: dict) -> dict:
+    return ServeFile.model_validate(serve).finrag_apps()[0]
+
+
+def built_deployments(app: Application) -> dict:
+    """The deployments an application is composed of (ingress first), by name."""
+    out, todo = {}, [app]
+    while todo:
+        deployment = todo.pop(0)._bound_deployment
+        out[deployment.name] = deployment
+        bound = [*deployment.init_args, *(getattr(deployment, "init_kwargs", None) or {}).values()]
+        todo += [a for a in bound if isinstance(a, Application)]
+    return out
+
+
+def num_gpus(options: dict | None) -> float:
+    return float(((options or {}).get("ray_actor_options") or {}).get("num_gpus") or 0)
+
+
+def max_replicas(options: dict) -> int:
+    if options.get("autoscaling_config"):
+        return int(options["autoscaling_config"]["max_replicas"])
+    n = options.get("num_replicas", 1)
+    return n if isinstance(n, int) else 1
+
+
+def gpus_needed(cfg: AppConfig, scale=max_replicas) -> int:
+    """GPUs the app asks for at a scale (one GPU a pod): whole-GPU replicas one each, the
+    fractional ones packed together."""
+    whole, fractional = 0, 0.0
+    for name in DEPLOYMENTS:
+        options = cfg.options(name)
+        gpus = num_gpus(options)
+        if gpus >= 1:
+            whole += math.ceil(gpus) * scale(options)
+        else:
+            fractional += gpus * scale(options)
+    return whole + math.ceil(fractional - 1e-9)
+
+
+def keys_named(tree, key: str) -> list:
+    """Every value stored under ``key`` anywhere in a parsed YAML tree."""
+    found = []
+    if isinstance(tree, dict):
+        for k, v in tree.items():
+            if k == key:
+                found.append(v)
+            found += keys_named(v, key)
+    elif isinstance(tree, list):
+        for v in tree:
+            found += keys_named(v, key)
+    return found
+
+
+def dockerfile() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) with continuation lines joined and comments dropped."""
+    lines, current = [], ""
+    for raw in DOCKERFILE.read_text().splitlines():
+        line = raw.strip()
+        if not current and (not line or line.startswith("#")):
+            continue
+        if line.endswith("\\"):
+            current += line[:-1] + " "
+            continue
+        current += line
+        word, _, rest = current.partition(" ")
+        lines.append((word.upper(), rest.strip()))
+        current = ""
+    return lines
+
+
+def containers(spec: dict) -> list[dict]:
+    return spec["template"]["spec"]["containers"]
+
+
+def cluster_groups() -> list[tuple[str, dict]]:
+    cluster = k8s_object("RayService")["spec"]["rayClusterConfig"]
+    return [("head", cluster["headGroupSpec"])] + [
+        (g["groupName"], g) for g in cluster["workerGroupSpecs"]]
+
+
+# --- every file parses and is accepted -----------------------------------------------------
+
+@pytest.mark.parametrize("path", sorted(DEPLOY.glob("*.y*ml")), ids=lambda p: p.name)
+def test_every_yaml_parses(path):
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+    assert docs and all(isinstance(d, dict) for d in docs)
+
+
+def test_the_deploy_files_are_there():
+    assert {CPU.name, GPU.name, K8S.name} <= {p.name for p in DEPLOY.glob("*.yaml")}
+    assert DOCKERFILE.is_file()
+
+
+@pytest.mark.parametrize("path", [CPU, GPU], ids=lambda p: p.name)
+def test_serve_file_accepted_by_finrag_and_serve(path):
+    cfg = load_serve_file(path).app_config()
+    assert isinstance(cfg, AppConfig)
+    ServeDeploySchema.model_validate(yaml.safe_load(path.read_text()))
+
+
+def test_rayservice_serve_config_accepted_by_finrag_and_serve():
+    serve = rayservice_serve()
+    cfg = ServeFile.model_validate(serve).app_config()
+    assert cfg.profile == "gpu" and cfg.index == "/data/index"
+    ServeDeploySchema.model_validate(serve)
+
+
+@pytest.mark.parametrize("where", list(serve_configs()))
+def test_import_paths_resolve_to_build_app(where):
+    import serving.app
+
+    apps = serve_configs()[where]["applications"]
+    assert apps
+    for app in apps:
+        assert app["import_path"] == "serving.app:build_app"
+        module, _, attr = app["import_path"].partition(":")
+        assert getattr(importlib.import_module(module), attr) is serving.app.build_app
+
+
+@pytest.mark.parametrize("where", list(serve_configs()))
+def test_deployment_names_and_options_are_known(where):
+    args = finrag_app(serve_configs()[where])["args"]
+    names = set(args.get("deployments") or {})
+    assert names <= set(DEPLOYMENTS), sorted(names - set(DEPLOYMENTS))
+    cfg = AppConfig.model_validate(args)
+    for name in names:  # what AppConfig passes through as plain dicts, Serve must accept
+        options = cfg.options(name)
+        if "ray_actor_options" in options:
+            RayActorOptionsSchema.model_validate(options["ray_actor_options"])
+        if "autoscaling_config" in options:
+            AutoscalingConfig(**options["autoscaling_config"])
+
+
+def test_gpu_yaml_sets_every_deployment():
+    assert set(load_serve_file(GPU).app_config().deployments) == set(DEPLOYMENTS)
+
+
+# --- placement -----------------------------------------------------------------------------
+
+def test_cpu_yaml_asks_for_no_gpu_anywhere():
+    from serving.app import build_app
+
+    raw = yaml.safe_load(CPU.read_text())
+    assert all(not v for v in keys_named(raw, "num_gpus"))
+    assert all("GPU" not in (r or {}) for r in keys_named(raw, "resources"))
+    assert all(not a for a in keys_named(raw, "accelerator_type"))
+    built = built_deployments(build_app(load_serve_file(CPU).app_config()))
+    assert all(not (d.ray_actor_options or {}).get("num_gpus") for d in built.values())
+
+
+def test_gpu_profile_exists_and_is_the_vllm_one():
+    from models.profiles import load_config
+
+    cfg = load_serve_file(GPU).app_config()
+    profile = load_config().active(cfg.profile)
+    assert profile.name == "gpu" and profile.engine == "vllm"
+    assert {"generator", "large_reranker", "light_reranker", "embedder", "router"} <= set(
+        profile.roles)
+
+
+def test_gpu_yaml_builds_with_gpus_where_models_run():
+    from serving.app import build_app
+
+    cfg = load_serve_file(GPU).app_config()
+    assert cfg.large_rerank is True
+    built = built_deployments(build_app(cfg))
+    assert set(built) == set(DEPLOYMENTS)  # large_rerank: the LargeReranker is deployed too
+    assert built["Generator"].ray_actor_options["num_gpus"] >= 1
+    for name in ("Ingress", "Retriever"):
+        assert not built[name].ray_actor_options.get("num_gpus")
+        assert built[name].ray_actor_options.get("num_cpus", 0) >= 1
+
+
+def test_gpu_yaml_gives_each_vllm_engine_a_whole_gpu():
+    """vLLM reserves most of its device's memory whatever Ray's fraction is: an engine never
+    shares a GPU. The BGE models (transformers) share one."""
+    from models.profiles import load_config
+
+    cfg = load_serve_file(GPU).app_config()
+    profile = load_config().active(cfg.profile)
+    vllm = {"Generator"}
+    if profile.role("large_reranker").kind in VLLM_KINDS:
+        vllm.add("LargeReranker")
+    if cfg.use_llm_router and profile.role("router").model != profile.role("generator").model:
+        vllm.add("Router")
+    for name in DEPLOYMENTS:
+        gpus = num_gpus(cfg.options(name))
+        if name in vllm:
+            assert gpus == 1, f"{name}: a vLLM engine needs a whole GPU, not {gpus}"
+        else:
+            assert gpus < 1, f"{name}: no vLLM engine here; share a GPU ({gpus})"
+    shared = sum(num_gpus(cfg.options(n)) * max_replicas(cfg.options(n))
+                 for n in DEPLOYMENTS if n not in vllm)
+    assert shared <= 1, "the BGE deployments at full scale fit on one GPU"
+
+
+def test_generator_can_fill_a_batch():
+    cfg = load_serve_file(GPU).app_config()
+    gen = cfg.options("Generator")
+    assert gen["autoscaling_config"]["min_replicas"] >= 1
+    assert gen["max_ongoing_requests"] >= cfg.batching.max_batch_size == 32
+    assert gen["autoscaling_config"]["target_ongoing_requests"] <= gen["max_ongoing_requests"]
+
+
+@pytest.mark.parametrize("where", list(serve_configs()))
+def test_listening_beyond_loopback_needs_auth_from_the_environment(where):
+    serve = serve_configs()[where]
+    cfg = ServeFile.model_validate(serve).app_config()
+    assert cfg.auth.bearer_token is None, "a token is never written in a deploy file"
+    host = (serve.get("http_options") or {}).get("host", "0.0.0.0")  # Serve's schema default
+    if host not in LOOPBACK:
+        assert cfg.auth.bearer_token_env, f"{where} listens on {host} without auth"
+
+
+# --- the RayService ------------------------------------------------------------------------
+
+def without_index(serve: dict) -> dict:
+    serve = copy.deepcopy(serve)
+    for app in ServeFile.model_validate(serve).finrag_apps():
+        app["args"].pop("index", None)
+    return serve
+
+
+def test_rayservice_carries_gpu_yaml_apart_from_the_index():
+    """Everything Serve and finrag read must match (proxy, HTTP, application, every arg and
+    deployment option); only the index differs: $FINRAG_INDEX on a server, the volume's folder
+    in the cluster."""
+    gpu, svc = yaml.safe_load(GPU.read_text()), rayservice_serve()
+    assert without_index(svc) == without_index(gpu)
+    assert finrag_app(gpu)["args"]["index"] is None
+    assert finrag_app(svc)["args"]["index"] == "/data/index"
+
+
+def test_rayservice_cluster_shape():
+    svc = k8s_object("RayService")
+    assert svc["apiVersion"] == "ray.io/v1"
+    cluster = svc["spec"]["rayClusterConfig"]
+    assert cluster["rayVersion"] == ray.__version__ == "2.60.0"
+    head = cluster["headGroupSpec"]
+    assert str(head["rayStartParams"]["num-cpus"]) == "0"
+    for c in containers(head):
+        for part in ("requests", "limits"):
+            assert "nvidia.com/gpu" not in (c.get("resources") or {}).get(part, {})
+    workers = cluster["workerGroupSpecs"]
+    gpu_groups = [g for g in workers if any(
+        "nvidia.com/gpu" in (c.get("resources") or {}).get("limits", {}) for c in containers(g))]
+    assert gpu_groups, "a worker group with nvidia.com/gpu limits"
+    cfg = ServeFile.model_validate(rayservice_serve()).app_config()
+    capacity = 0
+    for g in gpu_groups:
+        assert g["minReplicas"] <= g["replicas"] <= g["maxReplicas"]
+        per_pod = int(containers(g)[0]["resources"]["limits"]["nvidia.com/gpu"])
+        capacity += g["maxReplicas"] * per_pod
+    assert gpus_needed(cfg) <= capacity, "the worker groups cannot hold the app at full scale"
+    assert cluster.get("enableInTreeAutoscaling") is True
+
+
+def test_rayservice_pods_environment_volume_and_secret():
+    cfg = ServeFile.model_validate(rayservice_serve()).app_config()
+    claims = {k8s_object("PersistentVolumeClaim")["metadata"]["name"]}
+    images = set()
+    for group, spec in cluster_groups():
+        pod = spec["template"]["spec"]
+        volumes = {v["name"]: v for v in pod.get("volumes", [])}
+        for c in containers(spec):
+            images.add(c["image"])
+            env = {e["name"]: e for e in c.get("env", [])}
+            value = {k: e.get("value") for k, e in env.items()}
+            assert value["FINRAG_PROFILE"] == cfg.profile == "gpu", group
+            assert value["FINRAG_INDEX"] == cfg.index, group
+            assert value["HF_HOME"] == "/models" and value["HF_HUB_OFFLINE"] == "1", group
+            token = env[cfg.auth.bearer_token_env]
+            assert "value" not in token and token["valueFrom"]["secretKeyRef"]["name"], group
+            mounts = {m["mountPath"]: m for m in c.get("volumeMounts", [])}
+            for path in (cfg.index, "/models"):
+                holder = [m for m in mounts if path == m or path.startswith(m.rstrip("/") + "/")]
+                assert holder, f"{group}: nothing mounted at {path}"
+                volume = volumes[mounts[holder[0]]["name"]]
+                assert volume["persistentVolumeClaim"]["claimName"] in claims, group
+    assert len(images) == 1 and "finrag-gpu" in images.pop()
+
+
+# --- unknown keys are rejected -------------------------------------------------------------
+
+def _with_args(tmp_path, change) -> Path:
+    raw = yaml.safe_load(GPU.read_text())
+    change(finrag_app(raw)["args"])
+    path = tmp_path / "serve.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+@pytest.mark.parametrize("change, where", [
+    (lambda a: a.update(max_inflight=8), "max_inflight"),
+    (lambda a: a["limits"].update(max_inflight=8), "limits.max_inflight"),
+    (lambda a: a["deployments"]["Generator"].update(num_replica=2),
+     "deployments.Generator.num_replica"),
+])
+def test_unknown_key_in_args_is_rejected_by_name(tmp_path, change, where):
+    path = _with_args(tmp_path, change)
+    with pytest.raises(ValidationError) as err:
+        load_serve_file(path).app_config()
+    assert where in str(err.value) and "Extra inputs are not permitted" in str(err.value)
+
+
+def test_unknown_deployment_is_rejected_by_name(tmp_path):
+    path = _with_args(tmp_path, lambda a: a["deployments"].update(Generater={"num_replicas": 1}))
+    with pytest.raises(ValidationError, match=r"unknown deployment\(s\) Generater; known: "):
+        load_serve_file(path).app_config()
+
+
+# --- the image -----------------------------------------------------------------------------
+
+def test_dockerfile_installs_the_gpu_extra_only():
+    instructions = dockerfile()
+    base = [a for i, a in instructions if i == "FROM"]
+    assert base == [f"rayproject/ray:{ray.__version__}-py311-gpu"]
+    installs = [step.strip() for i, a in instructions if i == "RUN"
+                for step in a.split("&&") if "pip install" in step]
+    assert installs, "no pip install in the Dockerfile"
+    words = [w for step in installs for w in shlex.split(step)]
+    assert ".[gpu]" in words
+    assert not [w for w in words if "cpu" in w], f"the cpu extra or faiss-cpu installed: {words}"
+
+
+def test_dockerfile_serves_gpu_yaml_without_weights_inside():
+    instructions = dockerfile()
+    env = {}
+    for i, a in instructions:
+        if i == "ENV":
+            env.update(w.split("=", 1) for w in shlex.split(a))
+    assert env["FINRAG_PROFILE"] == load_serve_file(GPU).app_config().profile
+    assert env["HF_HOME"] == "/models" and env["HF_HUB_OFFLINE"] == "1"
+    port = yaml.safe_load(GPU.read_text())["http_options"]["port"]
+    assert [a for i, a in instructions if i == "EXPOSE"] == [str(port)]
+    cmd = [a for i, a in instructions if i == "CMD"]
+    assert len(cmd) == 1 and yaml.safe_load(cmd[0]) == [
+        "finrag", "serve", "--config", "deploy/gpu.yaml"]
+    copied = " ".join(a for i, a in instructions if i in ("COPY", "ADD"))
+    assert "deploy/" in copied and ".venv" not in copied
+    assert not any(s in copied for s in (".safetensors", ".gguf", "/models"))
