@@ -111,10 +111,9 @@ def _ray_records(todo: list[dict], index: str, system: str, generate: bool,
 
     if not todo:
         return
-    if not ray.is_initialized():
-        address = os.environ.get("RAY_ADDRESS")
-        ray.init(address=address, log_to_driver=False) if address else ray.init(
-            num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False)
+    from serving.server import init_ray
+
+    init_ray()
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False  # our own bar counts answers written
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)) // workers)

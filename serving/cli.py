@@ -313,8 +313,9 @@ def print_answer(a: dict) -> None:
     print("timings:  " + "  ".join(f"{k}={v:.0f}ms" for k, v in t.items()))
     e = a["energy"]
     joules = "n/a" if e.get("joules") is None else f"{e['joules']:.1f} J"
-    print(f"energy:   {joules} (source: {e.get('source')}{', ' + e['scope'] if e.get('scope') else ''}"
-          f"; CPU {e.get('cpu_seconds')} s)")
+    cpu = f"; CPU {e['cpu_seconds']} s" if e.get("cpu_seconds") is not None else ""
+    print(f"energy:   {joules} (source: {e.get('source')}"
+          f"{', ' + e['scope'] if e.get('scope') else ''}{cpu})")
 
 
 def cmd_ask(args) -> int:
@@ -374,9 +375,9 @@ def cmd_serve(args) -> int:
     service = service_from_file(args.config, index=str(args.index) if args.index else None,
                                 profile=args.profile, host=args.host, port=args.port)
     stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
     url = service.start(progress=lambda m: print(m, flush=True))
+    for sig in (signal.SIGINT, signal.SIGTERM):  # after Ray's start, which sets its own
+        signal.signal(sig, lambda *_: stop.set())
     try:
         print(f"finrag is serving on {url}  (profile {service.cfg.profile or 'default'}, "
               f"index {service.cfg.index_dir()})\n"

@@ -128,43 +128,58 @@ def serve_demo(index: Path, questions: list[dict], facts_path: Path, *, profile:
 
 
 def _look_alike(url: str, questions: list[dict], facts_path: Path, post_json) -> None:
-    """CBR vs HDRR on look-alike questions: first retrieval only (cheap) to find one whose
-    CBR context leads with another company's filing, then both systems answer it."""
+    """CBR vs HDRR on a look-alike question: first retrieval only (cheap) over every
+    look-alike question, to find one whose CBR context leads with another company's filing
+    (else another filing of the same company); then both systems answer it."""
+    from serving.server import get_json
+
     facts = json.loads(Path(facts_path).read_text())
+    company = {d["doc_id"]: d["company"]
+               for d in get_json(f"{url}/v1/documents")[1]["documents"]}
     print()
     print(_line("═"))
     print("look-alike questions: whole-corpus chunk RAG (cbr) vs document-routed (hdrr)")
     print(_line("═"))
+    found = []
     for q in (q for q in questions if "look-alike" in q.get("tags", [])):
         _, probe = post_json(f"{url}/v1/answer", {"question": q["question"], "system": "cbr",
                                                   "generate": False})
         context = (probe.get("retrieved") or {}).get("context") or []
-        if not context or context[0]["doc_id"] == q["doc_id"]:
-            print(f"  cbr context leads with the right filing for: {q['question']}")
-            continue
-        print(f"Q: {q['question']}  (known answer: {q['answer']}, {q['doc_id']})")
-        others = {f["doc_id"]: f["value"] for f in facts if f["doc_id"] != q["doc_id"]
-                  and f["metric"] == _metric_of(q, facts)}
-        for system in ("cbr", "hdrr"):
-            code, a = post_json(f"{url}/v1/answer", {"question": q["question"], "system": system})
-            if code != 200:
-                print(f"  {system}: error {code}: {a.get('error')}")
-                continue
-            cited = sorted({c["doc_id"] for c in a["citations"]})
-            lead = a["retrieved"]["context"][0]["doc_id"] if a["retrieved"].get("context") else "-"
-            took = [d for d, v in others.items() if _says(a["answer"], v)]
-            verdict = ("right figure" if _says(a["answer"], q["value"]) else
-                       f"WRONG COMPANY'S FIGURE (from {', '.join(took)})" if took else
-                       "figure not found in the answer")
-            u = a["usage"]
-            print(f"  {system:5} context led by {lead}; cites {', '.join(cited) or '-'}")
-            print(f"        answer: {' '.join(a['answer'].split())[:160]}")
-            print(f"        → {verdict}; {u['llm_calls']} LLM call(s), {u['prompt_tokens']}+"
-                  f"{u['completion_tokens']} tokens, {a['timings_ms']['total'] / 1000:.1f}s, "
-                  f"energy {a['energy']['joules'] if a['energy']['joules'] is not None else 'n/a'}"
-                  f" ({a['energy']['source']})")
+        lead = context[0]["doc_id"] if context else q["doc_id"]
+        kind = ("another company's filing" if company.get(lead) != company.get(q["doc_id"])
+                else "another filing of the same company" if lead != q["doc_id"]
+                else "the right filing")
+        print(f"  cbr context leads with {kind:34} ({lead}) for: {q['question']}")
+        if lead != q["doc_id"]:
+            found.append((company.get(lead) == company.get(q["doc_id"]), q))
+    if not found:
+        print("  in this run CBR's context led with the right filing for every look-alike "
+              "question")
         return
-    print("  in this run CBR's context led with the right filing for every look-alike question")
+    q = sorted(found, key=lambda f: f[0])[0][1]  # another company's filing first
+    print()
+    print(f"Q: {q['question']}  (known answer: {q['answer']}, {q['doc_id']})")
+    metric = _metric_of(q, facts)
+    others = {f["doc_id"]: f["value"] for f in facts
+              if f["doc_id"] != q["doc_id"] and f["metric"] == metric}
+    for system in ("cbr", "hdrr"):
+        code, a = post_json(f"{url}/v1/answer", {"question": q["question"], "system": system})
+        if code != 200:
+            print(f"  {system}: error {code}: {a.get('error')}")
+            continue
+        cited = sorted({c["doc_id"] for c in a["citations"]})
+        lead = a["retrieved"]["context"][0]["doc_id"] if a["retrieved"].get("context") else "-"
+        took = [d for d, v in others.items() if _says(a["answer"], v)]
+        verdict = ("right figure" if _says(a["answer"], q["value"]) else
+                   f"WRONG FILING'S FIGURE (the {metric} of {', '.join(took)})" if took else
+                   "not the known figure")
+        u = a["usage"]
+        print(f"  {system:5} context led by {lead}; cites {', '.join(cited) or '-'}")
+        print(f"        answer: {' '.join(a['answer'].split())[:160]}")
+        print(f"        → {verdict}; {u['llm_calls']} LLM call(s), {u['prompt_tokens']}+"
+              f"{u['completion_tokens']} tokens, {a['timings_ms']['total'] / 1000:.1f}s, "
+              f"energy {a['energy']['joules'] if a['energy']['joules'] is not None else 'n/a'}"
+              f" ({a['energy']['source']})")
 
 
 def _metric_of(q: dict, facts: list[dict]) -> str | None:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 import urllib.error
@@ -30,6 +31,34 @@ def get_json(url: str, timeout: float = 10.0, token: str | None = None) -> tuple
             return e.code, json.loads(e.read() or b"{}")
         except ValueError:
             return e.code, {}
+
+
+def init_ray(address: str | None = None, *, num_cpus: int | None = None,
+             quiet: bool = True) -> bool:
+    """Connect to the cluster at ``address`` (or $RAY_ADDRESS), else start a local Ray on this
+    machine's cores; True if this call started one. Ray's start replaces the SIGTERM handler
+    with one that aborts the process; ours (if any) is put back, so SIGTERM still stops
+    cleanly."""
+    import signal
+    import threading
+
+    import ray
+
+    if ray.is_initialized():
+        return False
+    address = address or os.environ.get("RAY_ADDRESS")
+    level = logging.WARNING if quiet else logging.INFO
+    logging.getLogger("ray.serve").setLevel(level)
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if main else None
+    if address:
+        ray.init(address=address, log_to_driver=not quiet, logging_level=level)
+    else:
+        ray.init(num_cpus=num_cpus or os.cpu_count(), include_dashboard=False,
+                 log_to_driver=not quiet, logging_level=level)
+    if main and callable(previous):
+        signal.signal(signal.SIGTERM, previous)
+    return not address
 
 
 def post_json(url: str, body: dict, timeout: float = 600.0, token: str | None = None
@@ -73,19 +102,11 @@ class Service:
         self._started_ray = False
 
     def start(self, timeout: float = 900.0, progress=print) -> str:
-        import ray
         from ray import serve
 
         from serving.app import build_app
 
-        if not ray.is_initialized():
-            address = self.address or os.environ.get("RAY_ADDRESS")
-            if address:
-                ray.init(address=address, log_to_driver=not self.quiet)
-            else:
-                ray.init(num_cpus=self.num_cpus or os.cpu_count(), include_dashboard=False,
-                         log_to_driver=not self.quiet)
-                self._started_ray = True
+        self._started_ray = init_ray(self.address, num_cpus=self.num_cpus, quiet=self.quiet)
         serve.start(http_options={"host": self.host, "port": self.port},
                     logging_config={"log_level": "WARNING" if self.quiet else "INFO"})
         progress(f"starting the finrag app on {self.url} (models load in each deployment)…")

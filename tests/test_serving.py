@@ -1,0 +1,226 @@
+"""The Serve app end to end: `finrag serve` in a subprocess on 127.0.0.1 (real Ray, real tiny
+models, the demo index), asked over HTTP, then stopped with SIGTERM and checked to leave no
+Ray process behind."""
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from serving.server import free_port, get_json
+
+TOKEN = "test-token"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _ray_pids(raydir: str) -> list[int]:
+    """Processes whose command line names this test's Ray folder."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if raydir in cmd:
+            pids.append(int(entry.name))
+    return pids
+
+
+def _post(url: str, body, token: str | None = TOKEN, raw: bytes | None = None,
+          headers: dict | None = None) -> tuple[int, dict, dict]:
+    data = raw if raw is not None else json.dumps(body).encode()
+    req = urllib.request.Request(url + "/v1/answer", data=data, method="POST",
+                                 headers={"Content-Type": "application/json", **(headers or {})})
+    if token:
+        req.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(req, timeout=600) as r:
+            return r.status, dict(r.headers), json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, dict(e.headers), json.loads(e.read() or b"{}")
+
+
+@pytest.fixture(scope="module")
+def served(demo_index, tmp_path_factory):
+    work = tmp_path_factory.mktemp("serve")
+    port = free_port()
+    config = yaml.safe_load((ROOT / "deploy" / "cpu.yaml").read_text())
+    config["http_options"]["port"] = port
+    args = config["applications"][0]["args"]
+    args.update(profile="tiny", index=str(demo_index))
+    args["limits"].update(max_in_flight=1, deadline_s=300, retry_after_s=7)
+    args["auth"] = {"bearer_token": TOKEN}
+    (work / "serve.yaml").write_text(yaml.safe_dump(config))
+    raydir = tempfile.mkdtemp(prefix="frt", dir="/tmp")  # short: Ray's socket paths are long
+    env = dict(os.environ, RAY_TMPDIR=raydir, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    log = open(work / "serve.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "serving.cli", "serve", "--config",
+                             str(work / "serve.yaml")], cwd=ROOT, env=env, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 600
+    try:
+        while True:
+            assert proc.poll() is None, (work / "serve.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "app not ready in 600 s"
+            try:
+                if get_json(url + "/healthz", timeout=30)[0] == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(1)
+        yield {"url": url, "proc": proc, "raydir": raydir, "log": work / "serve.log"}
+    finally:
+        if proc.poll() is None:  # a test failed before the shutdown test ran
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for pid in _ray_pids(raydir):  # only this test's processes
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        log.close()
+        shutil.rmtree(raydir, ignore_errors=True)
+
+
+def test_answers_over_http(served, demo_corpus):
+    q = json.loads(Path(demo_corpus.questions_path).read_text().splitlines()[0])
+    code, _, a = _post(served["url"], {"question": q["question"], "system": "hdrr"})
+    assert code == 200, a
+    assert a["answer"].strip() and a["system"] == "hdrr" and a["profile"] == "tiny"
+    assert a["routing"]["doc_ids"] == [q["doc_id"]]
+    assert {r["doc_id"] for r in a["retrieved"]["context"]} == {q["doc_id"]}
+    assert all(c["doc_id"] == q["doc_id"] for c in a["citations"])
+    assert a["usage"]["llm_calls"] == 1 and a["usage"]["prompt_tokens"] > 0
+    assert a["usage"]["calls"][0]["role"] == "generator"
+    for stage in ("route", "embed_query", "search", "rerank_light", "generate", "total"):
+        assert a["timings_ms"][stage] >= 0
+    assert a["energy"]["source"] in ("nvml", "rapl", "unavailable")
+    if a["energy"]["source"] == "unavailable":
+        assert a["energy"]["joules"] is None
+
+
+def test_auth(served):
+    for token in (None, "wrong"):
+        code, headers, body = _post(served["url"], {"question": "x"}, token=token)
+        assert code == 401 and "bearer" in body["error"].lower()
+        assert headers.get("www-authenticate", headers.get("WWW-Authenticate")) == "Bearer"
+    assert get_json(served["url"] + "/v1/documents")[0] == 401
+    code, docs = get_json(served["url"] + "/v1/documents", token=TOKEN)
+    assert code == 200 and docs["count"] == 14 and {"doc_id", "company"} <= set(docs["documents"][0])
+
+
+@pytest.mark.parametrize("body,raw,status,words", [
+    ({"question": "   "}, None, 422, "empty"),
+    ({"question": "x" * 2001}, None, 422, "limit of 2000"),
+    ({"question": "revenue?", "system": "nope"}, None, 422, "system"),
+    ({"system": "hdrr"}, None, 422, "question"),
+    ({"question": "revenue?", "colour": "red"}, None, 422, "colour"),
+    (None, b"{not json", 422, "json"),
+    (None, b'{"question": "' + b"x" * 20000 + b'"}', 413, "limit of 16384 bytes"),
+])
+def test_bad_input_gets_a_4xx_that_says_why(served, body, raw, status, words):
+    code, _, reply = _post(served["url"], body, raw=raw)
+    assert code == status, reply
+    assert words.lower() in reply["error"].lower()
+
+
+def test_openapi_and_health(served):
+    code, spec = get_json(served["url"] + "/openapi.json")
+    assert code == 200 and "/v1/answer" in spec["paths"] and "/healthz" in spec["paths"]
+    code, health = get_json(served["url"] + "/healthz")
+    assert code == 200 and health["documents"] == 14 and health["max_in_flight"] == 1
+
+
+def test_stream_sends_text_then_the_answer(served, demo_corpus):
+    q = json.loads(Path(demo_corpus.questions_path).read_text().splitlines()[2])
+    req = urllib.request.Request(served["url"] + "/v1/answer", method="POST",
+                                 data=json.dumps({"question": q["question"], "system": "hdrr",
+                                                  "stream": True}).encode(),
+                                 headers={"Content-Type": "application/json",
+                                          "Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        text = r.read().decode()
+    events = [(block.split("\n")[0].removeprefix("event: "),
+               json.loads(block.split("\n")[1].removeprefix("data: ")))
+              for block in text.strip().split("\n\n")]
+    kinds = [k for k, _ in events]
+    assert kinds[-1] == "answer" and kinds.count("text") >= 2, kinds
+    streamed = "".join(d["text"] for k, d in events if k == "text")
+    assert streamed.strip() == events[-1][1]["answer"]
+
+
+def test_overload_gets_503_with_retry_after_and_nothing_is_lost(served, demo_corpus):
+    questions = [json.loads(line)["question"]
+                 for line in Path(demo_corpus.questions_path).read_text().splitlines()[:4]]
+    replies: list = [None] * len(questions)
+    start = threading.Barrier(len(questions))
+
+    def ask(i):
+        start.wait()
+        replies[i] = _post(served["url"], {"question": questions[i], "system": "cbr"})
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(len(questions))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(600)
+    codes = sorted(r[0] for r in replies)  # every request got a reply
+    assert set(codes) <= {200, 503} and codes.count(200) >= 1 and codes.count(503) >= 1, codes
+    for code, headers, body in replies:
+        if code == 503:
+            assert headers.get("retry-after", headers.get("Retry-After")) == "7"
+            assert "overloaded" in body["error"]
+        else:
+            assert body["answer"]
+
+
+def test_metrics_count_requests_stages_and_tokens(served):
+    code = urllib.request.urlopen(served["url"] + "/metrics", timeout=30)
+    text = code.read().decode()
+    samples = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            samples[name] = float(value)
+
+    def total(prefix):
+        return sum(v for k, v in samples.items() if k.startswith(prefix))
+
+    assert total('finrag_requests_total{code="200",endpoint="/v1/answer"}') >= 3
+    assert total('finrag_requests_total{code="503",endpoint="/v1/answer"}') >= 1
+    assert total('finrag_requests_total{code="401"') >= 2
+    assert total('finrag_errors_total{kind="overloaded"}') >= 1
+    assert total('finrag_llm_calls_total{role="generator"}') >= 3
+    assert total('finrag_prompt_tokens_total{role="generator"}') > 0
+    assert total('finrag_stage_latency_seconds_count{stage="route"}') >= 2
+    assert total('finrag_routing_total{status="') >= 2
+
+
+def test_sigterm_shuts_down_cleanly(served):
+    proc = served["proc"]
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(180) == 0, served["log"].read_text()[-3000:]
+    deadline = time.monotonic() + 30
+    while _ray_pids(served["raydir"]) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert _ray_pids(served["raydir"]) == []
+    with pytest.raises(OSError):
+        get_json(served["url"] + "/healthz", timeout=5)
