@@ -120,15 +120,32 @@ class TransformersEngine:
         texts = [self.render(p) for p in prompts]
         if on_text is not None and len(texts) != 1:
             raise ValueError("on_text streams one prompt at a time")
-        completions: list[Completion] = []
-        for start in range(0, len(texts), _BATCH):
-            batch = texts[start:start + _BATCH]
+        completions: list[Completion | None] = [None] * len(texts)
+        for batch in self._batches(texts):
             t0 = time.perf_counter()
-            rows = self._generate(batch, params, _processor, self._streamer(on_text))
+            rows = self._generate([texts[i] for i in batch], params, _processor,
+                                  self._streamer(on_text))
             # one forward batch serves all its prompts: each carries the batch's wall time
             latency = time.perf_counter() - t0
-            completions += [Completion(text, p, c, latency, reason) for text, p, c, reason in rows]
-        return completions
+            for i, (text, p, c, reason) in zip(batch, rows):
+                completions[i] = Completion(text, p, c, latency, reason)
+        return completions  # type: ignore[return-value]
+
+    def _batches(self, texts: list[str]) -> list[list[int]]:
+        """Prompt indices grouped for forward batches of prompts of about the same length.
+        On CPU the prefill is compute-bound and a batch is padded to its longest prompt, so
+        mixing lengths costs more than batching saves (4 RAG prompts of 759-1,288 tokens: 31 s
+        padded together vs 21 s one by one); prompts within 10% of each other batch well."""
+        lengths = [len(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
+        order = sorted(range(len(texts)), key=lambda i: lengths[i])
+        batches: list[list[int]] = []
+        for i in order:
+            if (batches and len(batches[-1]) < _BATCH
+                    and lengths[i] <= 1.1 * lengths[batches[-1][0]] + 8):
+                batches[-1].append(i)
+            else:
+                batches.append([i])
+        return batches
 
     def _json_processor(self, schema: type[BaseModel]):
         schema_json = json.dumps(schema.model_json_schema())  # property order = output order

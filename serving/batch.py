@@ -1,12 +1,15 @@
 """Offline batch scoring: questions JSONL in, one Answer record per line out.
 
-On Ray Data (``run_batch``): a pool of actors, each holding a whole ``Pipeline`` and
-answering a batch of questions with ``Pipeline.answer_many`` — retrieval per question, then
-one batched generator call for the batch. A pool of whole pipelines beats a pool per model
-stage here: the stages are short next to generation and a stage pool would ship every
-question's candidates between processes; what pays is batching the generator, which one
-pipeline actor does. ``sequential=True`` is the plain in-process loop (the baseline, and the
-way to run without Ray).
+On Ray Data (``run_batch``): a pool of actors, each holding a whole ``Pipeline`` with an
+equal share of the CPUs and answering a batch of questions with ``Pipeline.answer_many`` —
+retrieval per question, then one generator call for the batch (the engine batches prompts of
+about the same length). A pool of whole pipelines rather than one per model stage: every stage
+of a question would otherwise ship its candidates between processes, and on CPU no stage is
+idle long enough for a stage pool to fill it. What pays on CPU is several single-threaded
+pipelines side by side (torch's intra-op threads scale poorly on these small matrices:
+measured on 8 dev questions, two one-thread actors answered ~4.9 s/question after start-up
+against ~11 s for one two-thread loop); on a GPU, batching the generator. ``sequential=True``
+is the plain in-process loop (the baseline, and the way to run without Ray).
 
 Resumable: an id already in the output is skipped; each line is written whole and flushed
 as its answer arrives, and a line cut short by a kill is dropped on the next run, so a killed
@@ -120,7 +123,7 @@ def _ray_records(todo: list[dict], index: str, system: str, generate: bool,
     blocks = max(1, -(-len(todo) // batch_size))  # one block per batch: answers stream out
     ds = ray.data.from_items(todo, override_num_blocks=blocks).map_batches(
         PipelineWorker, fn_constructor_args=(index, system, generate, pipeline_kwargs),
-        batch_size=batch_size, concurrency=workers, num_cpus=cpus)
+        batch_size=batch_size, compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=cpus)
     for row in ds.iter_rows():
         yield row["record"]
 
@@ -138,8 +141,8 @@ def _sequential_records(todo: list[dict], index: str, system: str, generate: boo
 
 
 def run_batch(questions: str | Path, out: str | Path, *, index: str | Path, system: str = "hdrr",
-              generate: bool = True, sequential: bool = False, workers: int = 1,
-              batch_size: int = 8, limit: int | None = None, progress: bool = True,
+              generate: bool = True, sequential: bool = False, workers: int = 2,
+              batch_size: int = 4, limit: int | None = None, progress: bool = True,
               pipeline_kwargs: dict | None = None) -> dict[str, Any]:
     """Answer every question of ``questions`` not yet in ``out``; returns the run's summary."""
     from tqdm import tqdm

@@ -563,9 +563,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True, metavar="ANSWERS.jsonl")
     p.add_argument("--system", default="hdrr",
                    choices=("hdrr", "cbr", "sfr", "cbr_meta", "cbr_llmctx", "agentic"))
-    p.add_argument("--workers", type=int, default=1, help="pipeline actors (1)")
-    p.add_argument("--batch-size", type=int, default=8,
-                   help="questions per actor call; their generation is one batch (8)")
+    p.add_argument("--workers", type=int, default=2,
+                   help="pipeline actors, each with an equal share of the CPUs (2)")
+    p.add_argument("--batch-size", type=int, default=4,
+                   help="questions per actor call; prompts of about the same length are "
+                        "generated as one batch (4)")
     p.add_argument("--sequential", action="store_true", help="a plain loop, no Ray")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions")
     p.add_argument("--no-generate", action="store_true", help="retrieval and context only")
