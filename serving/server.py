@@ -19,8 +19,9 @@ DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "deploy" / "cpu.yaml"
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
 
 
-def get_json(url: str, timeout: float = 10.0, token: str | None = None) -> tuple[int, dict]:
-    request = urllib.request.Request(url)
+def _request(request: urllib.request.Request, timeout: float,
+             token: str | None) -> tuple[int, dict]:
+    """(status, JSON body) of an HTTP request; an error status is returned, not raised."""
     if token:
         request.add_header("Authorization", f"Bearer {token}")
     try:
@@ -31,6 +32,10 @@ def get_json(url: str, timeout: float = 10.0, token: str | None = None) -> tuple
             return e.code, json.loads(e.read() or b"{}")
         except ValueError:
             return e.code, {}
+
+
+def get_json(url: str, timeout: float = 10.0, token: str | None = None) -> tuple[int, dict]:
+    return _request(urllib.request.Request(url), timeout, token)
 
 
 def init_ray(address: str | None = None, *, num_cpus: int | None = None,
@@ -63,19 +68,9 @@ def init_ray(address: str | None = None, *, num_cpus: int | None = None,
 
 def post_json(url: str, body: dict, timeout: float = 600.0, token: str | None = None
               ) -> tuple[int, dict]:
-    data = json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method="POST",
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
                                      headers={"Content-Type": "application/json"})
-    if token:
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as r:
-            return r.status, json.loads(r.read() or b"{}")
-    except urllib.error.HTTPError as e:
-        try:
-            return e.code, json.loads(e.read() or b"{}")
-        except ValueError:
-            return e.code, {}
+    return _request(request, timeout, token)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
