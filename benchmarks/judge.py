@@ -39,7 +39,7 @@ LABELS = ("correct", "incorrect", "refusal")
 Label = Literal["correct", "incorrect", "refusal"]
 Score = Literal[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]  # an enum: the JSON grammar enforces the range
 
-REASON_CHARS = 240
+REASON_CHARS = 80  # the reason comes after score and label, so it only costs time
 DEFAULT_ANSWER_TOKENS = 1024  # a model answer longer than this is cut
 DEFAULT_GOLD_TOKENS = 512
 TRUNCATION_MARK = " [... answer cut here for length]"
@@ -410,9 +410,73 @@ def calibrate(engine, rows: Sequence[Mapping[str, Any]], *, run: JudgeRun | None
 
 def results_json(run: JudgeRun) -> list[dict[str, Any]]:
     """Per-row results as plain dicts (for the raw JSON of a report)."""
-    out = []
-    for r in run.results:
-        d = asdict(r)
-        d["judgement"] = r.judgement.model_dump() if r.judgement is not None else None
-        out.append(d)
-    return out
+    return [result_record(r) for r in run.results]
+
+
+# --- cached judging --------------------------------------------------------------------------
+
+def judge_config(engine, *, answer_tokens: int = DEFAULT_ANSWER_TOKENS,
+                 params: SamplingParams | None = None) -> dict[str, Any]:
+    """What decides a verdict besides the row: the judge model, its rubric and sampling."""
+    import hashlib
+
+    params = params or SamplingParams(max_tokens=160, temperature=0.0)
+    return {"model_id": getattr(engine, "model_id", type(engine).__name__),
+            "rubric_sha256": hashlib.sha256(JUDGE_SYSTEM.encode()).hexdigest()[:16],
+            "answer_tokens": answer_tokens, "max_tokens": params.max_tokens,
+            "temperature": params.temperature}
+
+
+def result_record(result: JudgeResult) -> dict[str, Any]:
+    d = asdict(result)
+    d["judgement"] = result.judgement.model_dump() if result.judgement is not None else None
+    return d
+
+
+def result_from_record(rec: Mapping[str, Any]) -> JudgeResult:
+    verdict = rec.get("judgement")
+    return JudgeResult(Judgement(**verdict) if verdict else None,
+                       **{k: rec[k] for k in ("prompt_tokens", "completion_tokens", "latency_s",
+                                              "truncated", "error") if k in rec})
+
+
+def judge_cached(engine, rows: Sequence[Any], keys: Sequence[str], cache, *, chunk: int = 8,
+                 progress: bool = True, desc: str = "judge", **judge_kwargs) -> JudgeRun:
+    """``judge`` with every verdict kept in ``cache`` (a ``benchmarks.report.JsonlCache``)
+    under its row's key as soon as its chunk of ``chunk`` rows is judged: rows already there
+    are not judged again, so a killed run resumes. ``keys`` must name the row *and* the judge
+    configuration (see ``judge_config``). A verdict that failed is kept too (greedy decoding
+    fails the same way again). Returns a JudgeRun over all rows in order; its usage counts
+    only the calls this run made (``usage['cached']`` rows were already judged)."""
+    rows, keys = list(rows), list(keys)
+    if len(rows) != len(keys):
+        raise ValueError(f"{len(keys)} keys for {len(rows)} rows")
+    todo = [i for i, k in enumerate(keys) if k not in cache]
+    bar = None
+    if progress and todo:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(todo), desc=desc, unit="answer", file=sys.stderr)
+    runs = []
+    for start in range(0, len(todo), max(1, chunk)):
+        ids = todo[start:start + max(1, chunk)]
+        run = judge(engine, [rows[i] for i in ids], batch_size=chunk, progress=False,
+                    **judge_kwargs)
+        runs.append(run)
+        for i, result in zip(ids, run.results):
+            cache.add(keys[i], {"result": result_record(result)})
+        if bar is not None:
+            bar.update(len(ids))
+    if bar is not None:
+        bar.close()
+    results = [result_from_record(cache.get(k)["result"]) for k in keys]
+    usage: dict[str, float | int] = {k: sum(r.usage.get(k, 0) for r in runs) for k in
+                                     ("prompt_tokens", "completion_tokens", "latency_s",
+                                      "wall_s", "calls")}
+    usage.update(rows=len(rows), cached=len(rows) - len(todo))
+    return JudgeRun(results, getattr(engine, "model_id", type(engine).__name__), usage,
+                    truncated=sum(r.truncated for r in results),
+                    answer_token_budget=max((r.answer_token_budget or 0 for r in runs),
+                                            default=None) or None,
+                    input_limit=next((r.input_limit for r in runs), None),
+                    failures=sum(r.judgement is None for r in results))

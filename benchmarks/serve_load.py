@@ -135,7 +135,11 @@ def summarise(rows: list[dict], wall_s: float, sent: int | None = None) -> dict:
         "prompt_tokens": mean("prompt_tokens"),
         "completion_tokens": mean("completion_tokens"),
         "llm_calls": mean("llm_calls"),
+        "cpu_seconds": mean("cpu_seconds"),
         "stage_p50_ms": {s: _r(percentile(v, 0.5)) for s, v in stages.items()},  # run order
+        "stage_ms": {s: {"p50": _r(percentile(v, 0.5)), "p95": _r(percentile(v, 0.95)),
+                         "p99": _r(percentile(v, 0.99)), "mean": _r(sum(v) / len(v))}
+                     for s, v in stages.items()},
         "energy": energy,
     }
 
@@ -211,6 +215,22 @@ class Target:
             conn.close()
 
 
+def answer_fields(data: dict) -> dict:
+    """The figures of a load row taken from an Answer record (an HTTP reply's body or
+    ``Answer.to_dict()``)."""
+    usage, energy = data.get("usage") or {}, data.get("energy") or {}
+    timings = data.get("timings_ms") or {}
+    return dict(prompt_tokens=usage.get("prompt_tokens"),
+                completion_tokens=usage.get("completion_tokens"),
+                llm_calls=usage.get("llm_calls"), timings_ms=timings,
+                server_total_ms=timings.get("total"), joules=energy.get("joules"),
+                energy_source=energy.get("source"), energy_scope=energy.get("scope"),
+                cpu_seconds=energy.get("cpu_seconds"),
+                routing=(data.get("routing") or {}).get("status"),
+                answer_chars=len(data.get("answer") or ""),
+                citations=len(data.get("citations") or []))
+
+
 def send_answer(target: Target, payload: dict, timeout: float,
                 barrier: threading.Barrier | None = None) -> dict:
     """One ``POST /v1/answer``, as a row: outcome, status, latency and, for an Answer, its
@@ -249,16 +269,7 @@ def send_answer(target: Target, payload: dict, timeout: float,
         elif resp.status != 200:
             row["error"] = raw[:300].decode("utf-8", "replace")
         if row["outcome"] == OK:
-            usage, energy = data.get("usage") or {}, data.get("energy") or {}
-            timings = data.get("timings_ms") or {}
-            row.update(prompt_tokens=usage.get("prompt_tokens"),
-                       completion_tokens=usage.get("completion_tokens"),
-                       llm_calls=usage.get("llm_calls"), timings_ms=timings,
-                       server_total_ms=timings.get("total"), joules=energy.get("joules"),
-                       energy_source=energy.get("source"), energy_scope=energy.get("scope"),
-                       routing=(data.get("routing") or {}).get("status"),
-                       answer_chars=len(data.get("answer") or ""),
-                       citations=len(data.get("citations") or []))
+            row.update(answer_fields(data))
     except (TimeoutError, socket.timeout) as exc:
         row.update(outcome=TIMEOUT, error=f"no reply within {timeout:g} s ({exc})")
     except (ConnectionError, OSError, http.client.HTTPException) as exc:
@@ -407,7 +418,7 @@ def load_questions(path: Path) -> list[dict]:
 
 
 # report ---------------------------------------------------------------------------------
-def _plots(levels: list[dict], rows: list[dict], out: Path, title: str) -> list[str]:
+def draw_plots(levels: list[dict], rows: list[dict], out: Path, title: str) -> list[str]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -731,7 +742,7 @@ def main(argv: list[str] | None = None) -> int:
     result["failures"] = failures(result, strict_metrics=bool(args.start))
     out.mkdir(parents=True, exist_ok=True)
     title = f"{profile or url}, {args.system}" + (", no generation" if args.no_generate else "")
-    plots = _plots(result["levels"], result["rows"], out, title)
+    plots = draw_plots(result["levels"], result["rows"], out, title)
     (out / "results.json").write_text(json.dumps(result, indent=2))
     (out / "report.md").write_text(report(result, plots))
     print("\n".join(level_table(result["levels"])))

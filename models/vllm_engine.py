@@ -131,8 +131,23 @@ class VLLMEngine:
                                   top_p=params.top_p, stop=list(params.stop) or None,
                                   seed=params.seed, structured_outputs=structured)
 
+    @property
+    def vocab_size(self) -> int:
+        return len(self._tokenizer)
+
+    def generate_ids(self, prompts: list[list[int]], max_tokens: int) -> list[Completion]:
+        """Prompts given as token ids, each decoding exactly ``max_tokens`` (end of sequence
+        ignored): fixed shapes for engine-only throughput runs (``benchmarks.engine_only``)."""
+        from vllm import SamplingParams as VLLMSamplingParams
+
+        params = VLLMSamplingParams(max_tokens=max_tokens, temperature=0.0, ignore_eos=True)
+        return self._run_ids([list(p) for p in prompts], params)
+
     def _run(self, prompts: list[str | list[dict]], vparams) -> list[Completion]:
-        inputs = [{"prompt_token_ids": self.prompt_token_ids(p)} for p in prompts]
+        return self._run_ids([self.prompt_token_ids(p) for p in prompts], vparams)
+
+    def _run_ids(self, prompt_ids: list[list[int]], vparams) -> list[Completion]:
+        inputs = [{"prompt_token_ids": ids} for ids in prompt_ids]
         start = time.perf_counter()
         outputs = self._llm.generate(inputs, vparams, use_tqdm=False)
         # vLLM batches the requests together: each one is given the batch's wall time.

@@ -27,6 +27,7 @@ class Question:
     doc_name: str | None  # the gold filing's doc id
     pages: list[int]  # evidence pages, 1-based
     pdf_present: bool = True
+    gold_answer: str | None = None  # the reference answer, for judging generated answers
 
     @classmethod
     def from_record(cls, rec: dict[str, Any], n: int) -> "Question":
@@ -36,9 +37,10 @@ class Question:
                         if e.get("evidence_page_num") is not None})
         # finrag's own question files give 1-based pages
         pages += [int(p) for p in rec.get("evidence_pages", []) if int(p) not in pages]
+        gold = rec.get("answer", rec.get("gold_answer"))
         return cls(str(rec.get("financebench_id") or rec.get("id") or n), rec["question"],
                    rec.get("doc_name") or rec.get("doc_id"), pages,
-                   bool(rec.get("pdf_present", True)))
+                   bool(rec.get("pdf_present", True)), None if gold is None else str(gold))
 
 
 def load_questions(path: str | Path, limit: int | None = None) -> list[Question]:

@@ -262,7 +262,7 @@ def _profile_args(p: argparse.ArgumentParser, what: str = "model profile") -> No
                    help="a YAML that extends models/profiles.yaml ($FINRAG_CONFIG)")
 
 
-def _pipeline_args(p: argparse.ArgumentParser) -> None:
+def pipeline_args(p: argparse.ArgumentParser) -> None:
     _index_arg(p)
     _profile_args(p)
     p.add_argument("--meta-index", type=Path, default=None, metavar="DIR",
@@ -284,7 +284,7 @@ def _pipeline_kwargs(args) -> dict:
                 large_rerank=args.large_rerank)
 
 
-def _load_pipeline(args):
+def load_pipeline(args):
     from retrieval.pipelines import Pipeline
 
     return Pipeline.load(_index_dir(args), **_pipeline_kwargs(args))
@@ -326,7 +326,7 @@ def cmd_ask(args) -> int:
     except QuestionError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    pipe = _load_pipeline(args)
+    pipe = load_pipeline(args)
     try:
         answer = pipe.answer(question, args.system, generate=not args.no_generate).to_dict()
     finally:
@@ -349,7 +349,7 @@ def cmd_eval(args) -> int:
               file=sys.stderr)
         return 2
     questions = load_questions(args.questions, args.limit)
-    pipe = _load_pipeline(args)
+    pipe = load_pipeline(args)
     try:
         result = evaluate_retrieval(pipe, questions, systems, out=args.out,
                                     progress=not args.quiet)
@@ -518,7 +518,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-generate", action="store_true",
                    help="stop after retrieval and context assembly (no generator call)")
     p.add_argument("--json", action="store_true", help="print the Answer record as JSON")
-    _pipeline_args(p)
+    pipeline_args(p)
     p.set_defaults(func=cmd_ask)
 
     p = sub.add_parser("eval", help="evaluate the systems' retrieval on labelled questions",
@@ -535,7 +535,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="per-question results JSONL; an interrupted run resumes from it")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    _pipeline_args(p)
+    pipeline_args(p)
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("serve", help="run the HTTP service (Ray Serve) on this machine",
@@ -573,8 +573,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-generate", action="store_true", help="retrieval and context only")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    _pipeline_args(p)
+    pipeline_args(p)
     p.set_defaults(func=cmd_batch)
+
+    from benchmarks.cli import add_parser as add_bench_parser
+
+    add_bench_parser(sub)
     return parser
 
 

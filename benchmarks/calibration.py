@@ -1,0 +1,241 @@
+"""``finrag bench judge-calibration``: how far each profile's judge agrees with people.
+
+The judge (``benchmarks.judge``) scores FinanceBench's human-labelled answers; its labels
+(correct / incorrect / refusal) are compared with the people's: accuracy, Cohen's kappa and the
+confusion matrix, overall and per labelled configuration, and the judge's 1..10 scores by human
+label. Verdicts are cached per (row, judge configuration) in the results folder, so a killed run
+resumes and a finished one only redraws the report.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from benchmarks import judge as J
+from benchmarks import report as R
+
+# Landis & Koch's reading of kappa
+KAPPA_BANDS = ((0.0, "poor"), (0.20, "slight"), (0.40, "fair"), (0.60, "moderate"),
+               (0.80, "substantial"), (1.01, "almost perfect"))
+
+
+def kappa_band(kappa: float | None) -> str:
+    if kappa is None:
+        return "undefined"
+    for bound, name in KAPPA_BANDS:
+        if kappa <= bound:
+            return name
+    return KAPPA_BANDS[-1][1]
+
+
+def select_rows(rows: list[dict], configurations: list[str] | None, limit: int | None) -> list[dict]:
+    """The labelled rows of the chosen configurations (all when None), at most ``limit`` per
+    configuration, in file order."""
+    known = sorted({r["configuration"] for r in rows})
+    if configurations:
+        unknown = [c for c in configurations if c not in known]
+        if unknown:
+            raise ValueError(f"unknown configuration(s) {', '.join(unknown)}; the labelled "
+                             f"answers have: {', '.join(known)}")
+    chosen, seen = [], Counter()
+    for r in rows:
+        c = r["configuration"]
+        if configurations and c not in configurations:
+            continue
+        if limit is not None and seen[c] >= limit:
+            continue
+        seen[c] += 1
+        chosen.append(r)
+    return chosen
+
+
+def row_key(row: dict) -> str:
+    return R.config_hash([row["financebench_id"], row["configuration"], row["model_answer"]], 16)
+
+
+def trust_statement(result: dict[str, Any]) -> list[str]:
+    """Plain sentences on how far the judge can be trusted, from its agreement figures."""
+    conf = result["confusion"]
+    lines = [f"Overall the judge agrees with the people on {R.pct(result['accuracy'])} of "
+             f"{result['n']} answers; Cohen's kappa {R.num(result['kappa'], '{:.2f}')} is "
+             f"**{kappa_band(result['kappa'])}** agreement beyond chance (Landis & Koch)."]
+    for label in J.LABELS:
+        total = sum(conf.get(label, {}).values())
+        if total:
+            hit = conf[label].get(label, 0) / total
+            worst = max((k for k in J.LABELS if k != label), key=lambda k: conf[label].get(k, 0))
+            other = (f"; its most common other verdict was {worst} "
+                     f"({conf[label][worst]})" if conf[label].get(worst) else "")
+            lines.append(f"Of the answers people labelled *{label}*, the judge said {label} for "
+                         f"{R.pct(hit)} (n={total}){other}.")
+    said_correct = sum(conf.get(h, {}).get("correct", 0) for h in J.LABELS)
+    if said_correct:
+        precision = conf.get("correct", {}).get("correct", 0) / said_correct
+        lines.append(f"When the judge says *correct*, people agree {R.pct(precision)} of the time "
+                     f"({said_correct} verdicts): read its correctness rate as "
+                     f"{'close to' if precision >= 0.8 else 'an upper bound on'} the true one.")
+    kappa = result["kappa"] or 0.0
+    lines.append("Use: " + ("fit to compare systems and to report absolute label rates."
+                            if kappa > 0.6 else
+                            "fit to compare systems judged by the same judge (paired differences),"
+                            " not to report absolute accuracy." if kappa > 0.2 else
+                            "not fit to rank systems; look at retrieval figures and hand-check "
+                            "answers instead."))
+    return lines
+
+
+def plots(result: dict[str, Any], records: list[dict], out: Path, title: str) -> list[str]:
+    import numpy as np
+
+    plt = R.pyplot()
+    files = []
+    conf = result["confusion"]
+    m = np.array([[conf.get(h, {}).get(j, 0) for j in J.LABELS] for h in J.LABELS])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    ax = axes[0]
+    ax.imshow(m, cmap="Blues")
+    for (i, j), v in np.ndenumerate(m):
+        ax.text(j, i, str(v), ha="center", va="center",
+                color="white" if v > m.max() / 2 else "black")
+    ax.set_xticks(range(3), J.LABELS)
+    ax.set_yticks(range(3), J.LABELS)
+    ax.set_xlabel("judge")
+    ax.set_ylabel("people")
+    ax.set_title("confusion (all configurations)")
+    ax = axes[1]
+    per = result["per_configuration"]
+    names = list(per)
+    y = np.arange(len(names))
+    ax.barh(y - 0.2, [per[c]["accuracy"] or 0 for c in names], 0.4, label="accuracy")
+    ax.barh(y + 0.2, [per[c]["kappa"] or 0 for c in names], 0.4, label="Cohen's kappa")
+    ax.set_yticks(y, names, fontsize=8)
+    ax.set_xlim(min(0, min((per[c]["kappa"] or 0) for c in names)) if names else 0, 1)
+    ax.axvline(0, color="grey", lw=0.5)
+    ax.legend(fontsize=8)
+    ax.set_title("agreement per labelled configuration")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(out / "agreement.png", dpi=110)
+    plt.close(fig)
+    files.append("agreement.png")
+
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    bins = np.arange(0.5, 11.5, 1)
+    for label in J.LABELS:
+        scores = [r["score"] for r in records if r["human"] == label and r["score"] is not None]
+        if scores:
+            ax.hist(scores, bins=bins, alpha=0.55, label=f"people: {label} (n={len(scores)})")
+    ax.set_xticks(range(1, 11))
+    ax.set_xlabel("judge score (1 wrong … 10 fully correct)")
+    ax.set_ylabel("answers")
+    ax.set_title("judge scores by the people's label")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "scores_by_label.png", dpi=110)
+    plt.close(fig)
+    files.append("scores_by_label.png")
+    return files
+
+
+def run(*, profiles: list[str], labelled: Path, configurations: list[str] | None,
+        limit: int | None, out: Path, command: str, chunk: int = 8,
+        progress: bool = True) -> dict[str, Any]:
+    from models.profiles import load_config
+
+    rows = select_rows(J.load_labelled(labelled), configurations, limit)
+    if not rows:
+        raise ValueError("no labelled answers selected")
+    cache = R.JsonlCache(out / "verdicts.jsonl")
+    results, records_all, configs = {}, [], {}
+    for name in profiles:
+        prof = load_config().active(name)
+        engine = J.load_judge(name)
+        jconf = J.judge_config(engine)
+        jhash = R.config_hash(jconf)
+        configs[name] = {**jconf, "role": J.judge_role(prof), "hash": jhash}
+        keys = [f"{jhash}:{row_key(r)}" for r in rows]
+        run_ = J.judge_cached(engine, rows, keys, cache, chunk=chunk, progress=progress,
+                              desc=f"judge ({name})")
+        result = J.calibrate(engine, rows, run=run_)
+        results[name] = result
+        for row, res in zip(rows, run_.results):
+            records_all.append({"profile": name, "financebench_id": row["financebench_id"],
+                                "configuration": row["configuration"], "human": row["label"],
+                                "judge": res.judgement.label if res.judgement else None,
+                                "score": res.judgement.score if res.judgement else None,
+                                "reason": res.judgement.reason if res.judgement else res.error})
+    chash = R.config_hash({"profiles": configs, "rows": [row_key(r) for r in rows]})
+    summary = {"command": command, "config_hash": chash, "labelled": str(labelled),
+               "configurations": sorted({r["configuration"] for r in rows}),
+               "rows": len(rows), "judges": configs, "results": results}
+    R.write_json(out / "results.json", summary)
+    R.write_json(out / "verdicts.json", records_all)
+    lines = R.header("Judge calibration against FinanceBench's human labels", command, chash)
+    lines += [f"{len(rows)} human-labelled answers ({', '.join(summary['configurations'])}) from "
+              f"`{labelled}`. People's labels *Correct Answer / Incorrect Answer / Refusal* "
+              "against the judge's label; the judge also gives the HDRR rubric's 1–10 score. "
+              "Raw verdicts: `verdicts.json`; figures: `results.json`.", ""]
+    for name, res in results.items():
+        c = configs[name]
+        jr = res["judge"]
+        lines += [f"## Profile `{name}` — judge `{c['model_id']}` (role {c['role']})", ""]
+        lines += [f"- {s}" for s in trust_statement(res)]
+        lines += ["", "| | n | accuracy | Cohen's kappa | agreement |", "|---|---:|---:|---:|---|",
+                  f"| **all** | {res['n']} | {R.pct(res['accuracy'])} | "
+                  f"{R.num(res['kappa'], '{:.3f}')} | {kappa_band(res['kappa'])} |"]
+        for cfg, v in res["per_configuration"].items():
+            lines.append(f"| {cfg} | {v['n']} | {R.pct(v['accuracy'])} | "
+                         f"{R.num(v['kappa'], '{:.3f}')} | {kappa_band(v['kappa'])} |")
+        lines += ["", "Confusion (rows: people, columns: judge):", "",
+                  "| people \\ judge | " + " | ".join(J.LABELS) + " |", "|---|---:|---:|---:|"]
+        for h in J.LABELS:
+            lines.append(f"| {h} | " + " | ".join(str(res["confusion"].get(h, {}).get(j, 0))
+                                                  for j in J.LABELS) + " |")
+        lines += ["", "Mean judge score by the people's label: " + ", ".join(
+            f"{k} {v:.2f}" for k, v in res["mean_score_by_label"].items()), "",
+            f"Judge cost: {jr['usage'].get('calls', 0)} calls this run, "
+            f"{jr['usage'].get('cached', 0)} verdicts from the cache; "
+            f"{jr['failures']} answers without a valid verdict; {jr['note']}.", ""]
+        mine = [r for r in records_all if r["profile"] == name]
+        files = plots(res, mine, out, f"judge {c['model_id']} vs people")
+        lines += [f"![{f}]({f})" for f in files] + [""]
+    (out / "report.md").write_text("\n".join(lines), encoding="utf-8")
+    return summary
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("judge-calibration", help="agreement of each profile's judge with the "
+                       "human labels of FinanceBench answers",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("--profiles", default="cpu", help="comma-separated profiles whose judge to "
+                   "calibrate (default cpu)")
+    p.add_argument("--labelled", type=Path, default=R.SHARED / "labelled_answers",
+                   help="folder of labelled *.jsonl (default: the shared FinanceBench set)")
+    p.add_argument("--configurations", default="", help="comma-separated "
+                   "<model>_<eval_mode> names to score (default: all)")
+    p.add_argument("--limit", type=int, default=None, help="at most N answers per configuration")
+    p.add_argument("--chunk", type=int, default=8, help="answers per judge call batch")
+    p.add_argument("--name", default=None, help="results folder name (default "
+                   "judge_calibration_<profiles>)")
+    p.add_argument("--out", type=Path, default=None, help="results folder (overrides --name)")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    profiles = [p for p in args.profiles.split(",") if p]
+    out = R.results_dir(args.name or f"judge_calibration_{'_'.join(profiles)}", args.out)
+    configs = [c for c in args.configurations.split(",") if c] or None
+    if not args.labelled.is_dir():
+        raise FileNotFoundError(f"no labelled answers folder {args.labelled}")
+    summary = run(profiles=profiles, labelled=args.labelled, configurations=configs,
+                  limit=args.limit, out=out, command=R.command_line(), chunk=args.chunk,
+                  progress=not args.quiet)
+    for name, res in summary["results"].items():
+        print(f"{name}: judge {summary['judges'][name]['model_id']} on {res['n']} answers — "
+              f"accuracy {R.pct(res['accuracy'])}, kappa {R.num(res['kappa'], '{:.3f}')} "
+              f"({kappa_band(res['kappa'])})")
+    print(f"report: {out / 'report.md'}")
+    return 0

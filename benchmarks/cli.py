@@ -1,0 +1,13 @@
+"""``finrag bench``: the benchmark commands, each writing benchmarks/results/<name>/."""
+
+from __future__ import annotations
+
+
+def add_parser(sub) -> None:
+    from benchmarks import calibration, pareto, perf, quality
+
+    bench = sub.add_parser("bench", help="benchmarks: answer quality, judge calibration, "
+                           "performance, Pareto/FACET choice")
+    commands = bench.add_subparsers(dest="bench_command", metavar="BENCH", required=True)
+    for module in (quality, calibration, perf, pareto):
+        module.add_parser(commands)

@@ -1,0 +1,201 @@
+"""``finrag bench pareto``: which configurations are worth running, from measured results.
+
+A configuration is a system as ``finrag bench quality`` ran it (quality, tokens per query,
+latency per answer in that run), plus each concurrency level of each ``finrag bench perf`` run
+(the same system's quality, that level's latency and cost). The non-dominated ones on
+(quality ↑, cost ↓, latency ↓) form the Pareto front; for each named SLA the FACET-style choice
+(PRISM paper: weighted geometric mean of capped ratios against the SLA's latency ceiling, cost
+ceiling and quality floor — ``benchmarks.stats``) picks among the configurations that meet it.
+
+Quality is the judge's average score (1–10) or its correctness rate P(s≥8) (``--quality``);
+cost is LLM tokens per query or joules per query (``--cost joules`` needs measured joules).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from benchmarks import report as R
+from benchmarks import stats
+
+# Named SLAs on the judge's average score, tokens per query and seconds per answer. Latency
+# ceilings are for this project's CPU profile (2 cores); on a GPU server pass --sla with the
+# service's own figures.
+SLAS = {
+    "interactive": {"latency_max": 30.0, "cost_max": 4000.0, "quality_min": 5.0,
+                    "weights": {"latency": 2.0, "cost": 1.0, "quality": 1.0}},
+    "analyst-batch": {"latency_max": 300.0, "cost_max": 100000.0, "quality_min": 6.0,
+                      "weights": {"latency": 0.5, "cost": 1.0, "quality": 2.0}},
+    "low-cost": {"latency_max": 120.0, "cost_max": 1500.0, "quality_min": 4.0,
+                 "weights": {"latency": 1.0, "cost": 2.0, "quality": 1.0}},
+}
+
+
+def parse_sla(text: str) -> tuple[str, dict[str, Any]]:
+    """``NAME:latency_max=30,cost_max=4000,quality_min=5[,w_latency=2,…]`` → (name, SLA)."""
+    name, _, spec = text.partition(":")
+    if not name or not spec:
+        raise ValueError(f"--sla wants NAME:latency_max=…,cost_max=…,quality_min=…, got {text!r}")
+    sla: dict[str, Any] = {"weights": {}}
+    for part in spec.split(","):
+        key, _, value = part.partition("=")
+        key = key.strip()
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"--sla {name}: {part!r} is not KEY=NUMBER") from None
+        if key.startswith("w_"):
+            sla["weights"][key[2:]] = number
+        elif key in ("latency_max", "cost_max", "quality_min", "cap"):
+            sla[key] = number
+        else:
+            raise ValueError(f"--sla {name}: unknown key {key!r}")
+    stats.facet_score({"latency": 1, "cost": 1, "quality": 1}, sla)  # validates the bounds
+    return name, sla
+
+
+def configurations(quality: dict, perfs: list[dict], *, quality_key: str,
+                   cost_key: str) -> list[dict[str, Any]]:
+    """Rows {name, source, system, quality, cost, latency} from quality and perf results."""
+    rows = []
+    systems = quality["systems"]
+
+    def q_of(system: str) -> float | None:
+        v = systems.get(system) or {}
+        return v.get(quality_key)
+
+    for system, v in systems.items():
+        cost = v["tokens_per_query"] if cost_key == "tokens" else v.get("joules_per_query")
+        rows.append({"name": system, "source": "quality run (one answer at a time)",
+                     "system": system, "quality": q_of(system), "cost": cost,
+                     "latency": v["latency_s"]["p50"]})
+    for perf in perfs:
+        m = perf["meta"]
+        for lv in perf["levels"]:
+            tokens = (lv["prompt_tokens"] or 0) + (lv["completion_tokens"] or 0)
+            cost = tokens if cost_key == "tokens" else lv["energy"]["joules_per_answer"]
+            p50 = lv["latency_ms"]["p50"]
+            rows.append({"name": f"{m['system']} {m['mode']} C={lv['concurrency']}",
+                         "source": f"perf ({m['mode']})", "system": m["system"],
+                         "quality": q_of(m["system"]), "cost": cost,
+                         "latency": None if p50 is None else p50 / 1000,
+                         "answers_per_s": lv["answers_per_s"]})
+    return rows
+
+
+def plot(rows: list[dict], front: list[dict], out: Path, cost_label: str, quality_label: str) -> str:
+    plt = R.pyplot()
+    fig, ax = plt.subplots(figsize=(8, 5))
+    usable = [r for r in rows if None not in (r["quality"], r["cost"], r["latency"])]
+    if usable:
+        sc = ax.scatter([r["cost"] for r in usable], [r["quality"] for r in usable],
+                        c=[r["latency"] for r in usable], cmap="viridis_r", s=70,
+                        edgecolors=["red" if r in front else "none" for r in usable],
+                        linewidths=2, zorder=3)
+        fig.colorbar(sc, ax=ax, label="p50 latency, s")
+        for r in usable:
+            ax.annotate(r["name"], (r["cost"], r["quality"]), textcoords="offset points",
+                        xytext=(6, 4), fontsize=7)
+    ax.set_xscale("log")
+    ax.set_xlabel(cost_label + " (log)")
+    ax.set_ylabel(quality_label)
+    ax.set_title("quality against cost; red ring: non-dominated on (quality, cost, latency)")
+    fig.tight_layout()
+    fig.savefig(out / "pareto.png", dpi=110)
+    plt.close(fig)
+    return "pareto.png"
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("pareto", help="the non-dominated configurations and the FACET choice "
+                       "for named SLAs, from quality and perf results",
+                       description=__doc__.split("\n\n")[0])
+    p.add_argument("--quality-results", type=Path, default=R.RESULTS / "quality_cpu",
+                   help="a `bench quality` results folder (default benchmarks/results/quality_cpu)")
+    p.add_argument("--perf-results", default="", help="comma-separated `bench perf` results "
+                   "folders (default: none)")
+    p.add_argument("--quality", choices=("average", "correctness"), default="average",
+                   help="quality figure: the judge's average score or P(s>=8)")
+    p.add_argument("--cost", choices=("tokens", "joules"), default="tokens")
+    p.add_argument("--sla", action="append", default=[], metavar="NAME:KEY=V,…",
+                   help="an SLA of your own (latency_max s, cost_max, quality_min, w_latency, "
+                   "w_cost, w_quality, cap); repeatable; replaces the built-in ones")
+    p.add_argument("--name", default=None, help="results folder name (default pareto_<profile>)")
+    p.add_argument("--out", type=Path, default=None)
+    p.set_defaults(func=main)
+
+
+def _load(folder: Path) -> dict:
+    path = folder / "results.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{folder}: no results.json (run the bench command first)")
+    return json.loads(path.read_text())
+
+
+def main(args) -> int:
+    quality = _load(args.quality_results)
+    perfs = [_load(Path(f)) for f in args.perf_results.split(",") if f.strip()]
+    slas = dict(parse_sla(s) for s in args.sla) if args.sla else SLAS
+    rows = configurations(quality, perfs, quality_key=args.quality, cost_key=args.cost)
+    front = stats.pareto_front(rows, maximize=("quality",), minimize=("cost", "latency"))
+    missing = [r["name"] for r in rows if None in (r["quality"], r["cost"], r["latency"])]
+    choices = {}
+    for name, sla in slas.items():
+        usable = [r for r in rows if r["name"] not in missing]
+        res = stats.facet_choice(usable, sla)
+        choices[name] = {"sla": sla, "best": res["best"]["name"] if res["best"] else None,
+                         "scores": {e["row"]["name"]: {"score": e["score"],
+                                                       "meets_sla": e["meets_sla"],
+                                                       "ratios": e["ratios"]}
+                                    for e in res["scored"]}}
+    profile = quality.get("profile", "cpu")
+    out = R.results_dir(args.name or f"pareto_{profile}", args.out)
+    cost_label = "LLM tokens per query" if args.cost == "tokens" else "joules per query"
+    quality_label = ("judge's average score (1–10)" if args.quality == "average"
+                     else "correctness P(s≥8)")
+    chash = R.config_hash({"quality": quality.get("config_hash"),
+                           "perf": [p["meta"].get("config_hash") for p in perfs],
+                           "slas": slas, "quality_key": args.quality, "cost": args.cost})
+    R.write_json(out / "results.json", {"command": R.command_line(), "config_hash": chash,
+                                        "rows": rows, "front": [r["name"] for r in front],
+                                        "excluded": missing, "choices": choices})
+    png = plot(rows, front, out, cost_label, quality_label)
+    lines = R.header(f"Pareto front and FACET choice — profile `{profile}`", R.command_line(),
+                     chash)
+    lines += [f"Configurations from `{args.quality_results}`"
+              + (f" and {', '.join(f'`{f}`' for f in args.perf_results.split(',') if f)}"
+                 if perfs else "") + f". Quality: {quality_label}; cost: {cost_label}; "
+              "latency: p50 seconds per answer as measured in that run (this machine). A perf "
+              "level takes its system's quality from the quality run.", ""]
+    if missing:
+        lines += [f"Left out (a figure was not measured): {', '.join(missing)}.", ""]
+    lines += ["| configuration | quality | cost | p50 latency s | non-dominated | "
+              + " | ".join(f"FACET {n}" for n in slas) + " |",
+              "|---|---:|---:|---:|---|" + "---:|" * len(slas)]
+    for r in rows:
+        facet = []
+        for n in slas:
+            sc = choices[n]["scores"].get(r["name"])
+            facet.append("–" if sc is None else f"{sc['score']:.2f}"
+                         + ("" if sc["meets_sla"] else " ✗"))
+        lines.append(f"| {r['name']} | {R.num(r['quality'], '{:.3f}')} | "
+                     f"{R.num(r['cost'], '{:,.0f}')} | {R.num(r['latency'], '{:.1f}')} | "
+                     f"{'yes' if r in front else ''} | " + " | ".join(facet) + " |")
+    lines += ["", "✗: misses at least one bound of that SLA (not eligible).", "",
+              "## The choice per SLA", ""]
+    for n, c in choices.items():
+        s = c["sla"]
+        w = s.get("weights") or {}
+        lines.append(f"- **{n}** (latency ≤ {s['latency_max']:g} s, cost ≤ {s['cost_max']:,.0f}, "
+                     f"quality ≥ {s['quality_min']:g}; weights latency {w.get('latency', 1):g}, "
+                     f"cost {w.get('cost', 1):g}, quality {w.get('quality', 1):g}): "
+                     + (f"**{c['best']}**" if c["best"] else "no configuration meets it"))
+    lines += ["", f"![{png}]({png})", ""]
+    (out / "report.md").write_text("\n".join(lines), encoding="utf-8")
+    print("non-dominated: " + ", ".join(r["name"] for r in front))
+    for n, c in choices.items():
+        print(f"SLA {n}: {c['best'] or 'none meets it'}")
+    print(f"report: {out / 'report.md'}")
+    return 0

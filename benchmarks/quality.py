@@ -1,0 +1,524 @@
+"""``finrag bench quality``: every system on the same questions — retrieval, cost and answer
+quality judged by the profile's local LLM judge — with paired differences between systems.
+
+Per (question, system) the pipeline's Answer record gives routing, evidence hit@k, the
+wrong-filing share, context tokens, LLM calls, tokens, latency per stage and energy; the judge
+(``benchmarks.judge``) scores the answer against the gold answer on the HDRR paper's 1..10
+rubric and labels it correct / incorrect / refusal as FinanceBench does.
+
+Questions run one after another, every system on a question before the next question, and the
+question's answers are judged as soon as they exist, so a run stopped at any point has paired
+results for the questions it finished. Answers are cached per (question, system, config hash)
+and verdicts per (answer, judge config hash) in ``<results>/cache/``: a killed run resumes, and
+a finished one only redraws the report. The config hash covers the profile's pipeline settings,
+model ids, the index's contents and the system; change any and the answers are made again.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from benchmarks import report as R
+from benchmarks import stats
+
+# Scores in bands that line up with the rubric's rates: failure P(s=1), correctness P(s>=8),
+# perfect P(s=10).
+BANDS = ((1, 1, "1 (failure)"), (2, 4, "2–4"), (5, 7, "5–7"), (8, 9, "8–9"), (10, 10, "10 (perfect)"))
+LABELS = ("correct", "incorrect", "refusal")
+VARIANT_OF = {"cbr_meta": "meta", "cbr_llmctx": "llmctx"}
+DEFAULT_SYSTEMS = ("cbr", "cbr_meta", "cbr_llmctx", "sfr", "hdrr", "agentic")
+
+# For orientation only: the HDRR paper's abstract (Cheng, Lai, Liu 2026, arXiv 2603.26815),
+# FinDER benchmark, 1,500 queries, other models and corpus. None: not given in the abstract.
+PAPER = {
+    "source": "HDRR paper (arXiv 2603.26815) abstract: FinDER, 1,500 queries, other models "
+              "and corpus",
+    "systems": {
+        "cbr": {"average": 6.02, "failure_rate": 0.225, "correctness": 0.490,
+                "perfect_rate": 0.138, "context_tokens": "~5K–15K"},
+        "sfr": {"average": 6.45, "failure_rate": 0.103, "correctness": None,
+                "perfect_rate": 0.085, "context_tokens": "~50K–200K"},
+        "hdrr": {"average": 7.54, "failure_rate": 0.064, "correctness": 0.677,
+                 "perfect_rate": 0.201, "context_tokens": "~5K–15K"},
+    },
+}
+
+
+# --- configuration ---------------------------------------------------------------------------
+
+def index_fingerprint(index) -> dict[str, Any]:
+    """What an index holds, as a hash: its settings and every document's content hash."""
+    from dataclasses import asdict
+
+    docs = [(d.doc_id, d.sha256, d.chunk_count) for d in index.documents()]
+    return {"settings": asdict(index.settings), "documents": len(docs),
+            "contents": R.config_hash(docs, 16)}
+
+
+def system_config(pipe, system: str) -> dict[str, Any]:
+    """Everything that decides a system's answers on this pipeline."""
+    index = pipe.index
+    if system in VARIANT_OF:
+        index = pipe.variants.get(VARIANT_OF[system])
+        if index is None:
+            raise ValueError(f"system {system} needs the {VARIANT_OF[system]} index variant "
+                             f"(finrag ingest --variant {VARIANT_OF[system]} …; see "
+                             f"--{VARIANT_OF[system]}-index)")
+    return {"system": system, "profile": pipe.profile.name,
+            "pipeline": pipe.settings.model_dump(), "cascade": pipe.profile.cascade.model_dump(),
+            "models": pipe.model_ids(), "index": index_fingerprint(index),
+            "use_llm_router": pipe.use_llm_router, "generate": True}
+
+
+def available_systems(pipe, wanted: list[str] | None) -> list[str]:
+    """``wanted`` (checked), or every default system whose index is there."""
+    from retrieval.pipelines import SYSTEMS
+
+    if wanted:
+        unknown = [s for s in wanted if s not in SYSTEMS]
+        if unknown:
+            raise ValueError(f"unknown system(s) {', '.join(unknown)}; choose from "
+                             f"{', '.join(SYSTEMS)}")
+        return wanted
+    return [s for s in DEFAULT_SYSTEMS if s not in VARIANT_OF or VARIANT_OF[s] in pipe.variants]
+
+
+def _trim(answer: dict[str, Any]) -> dict[str, Any]:
+    """The Answer record without the per-stage candidate lists the metrics do not read."""
+    keep = {k: v for k, v in answer["retrieved"].items() if k in ("ranked", "context")}
+    return {**answer, "retrieved": keep}
+
+
+# --- running ---------------------------------------------------------------------------------
+
+def run_quality(pipe, questions, systems: list[str], cache_dir: Path, *, judge_engine,
+                limits: dict[str, int] | None = None, progress: bool = True) -> list[dict]:
+    """Answer and judge; returns one record per (question, system) run, in question order:
+    ``{id, system, config_hash, answer, row, verdict}`` (``verdict`` None when the question
+    has no gold answer or the system failed)."""
+    from benchmarks import judge as J
+    from retrieval.evaluation import score_row
+
+    limits = limits or {}
+    answers = R.JsonlCache(cache_dir / "answers.jsonl")
+    verdicts = R.JsonlCache(cache_dir / "verdicts.jsonl")
+    hashes = {s: R.config_hash(system_config(pipe, s)) for s in systems}
+    jhash = R.config_hash(J.judge_config(judge_engine))
+    plan = [(i, q, s) for i, q in enumerate(questions) for s in systems
+            if limits.get(s) is None or i < limits[s]]
+    keys = {(q.id, s): f"{q.id}|{s}|{hashes[s]}" for _, q, s in plan}
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        todo = sum(keys[(q.id, s)] not in answers for _, q, s in plan)
+        bar = tqdm(total=todo, desc="answer", unit="answer", file=sys.stderr, dynamic_ncols=True)
+    records = []
+    for i, q in enumerate(questions):
+        mine = []
+        for _, _, s in (p for p in plan if p[0] == i):
+            key = keys[(q.id, s)]
+            rec = answers.get(key)
+            if rec is None:
+                if bar is not None:
+                    bar.set_postfix_str(f"{s} {q.id}"[:40])
+                try:
+                    answer = pipe.answer(q.question, s, generate=True).to_dict()
+                    rec = {"answer": _trim(answer), "row": score_row(q, answer)}
+                except Exception as e:  # one failing question must not lose the run
+                    rec = {"answer": None, "row": {"id": q.id, "system": s, "timings_ms": {},
+                                                   "pdf_present": q.pdf_present,
+                                                   "error": f"{type(e).__name__}: {e}"}}
+                rec = answers.add(key, {"id": q.id, "system": s, "config_hash": hashes[s], **rec})
+                if bar is not None:
+                    bar.update(1)
+            mine.append(rec)
+        judged = [r for r in mine if r["answer"] is not None and q.gold_answer]
+        run = J.judge_cached(judge_engine, [{"question": q.question, "gold_answer": q.gold_answer,
+                                             "model_answer": r["answer"]["answer"]} for r in judged],
+                             [f"{jhash}|{r['key']}" for r in judged], verdicts,
+                             chunk=max(1, len(judged)), progress=False)
+        verdict_of = {r["key"]: res for r, res in zip(judged, run.results)}
+        for r in mine:
+            res = verdict_of.get(r["key"])
+            records.append({"id": q.id, "system": r["system"], "config_hash": r["config_hash"],
+                            "answer": r["answer"], "row": r["row"],
+                            "verdict": None if res is None else J.result_record(res)})
+    if bar is not None:
+        bar.close()
+    return records
+
+
+# --- summarising -----------------------------------------------------------------------------
+
+def _score(rec: dict) -> int | None:
+    v = rec.get("verdict") or {}
+    return (v.get("judgement") or {}).get("score")
+
+
+def _label(rec: dict) -> str | None:
+    v = rec.get("verdict") or {}
+    return (v.get("judgement") or {}).get("label")
+
+
+def summarize(records: list[dict], systems: list[str], reference: str) -> dict[str, Any]:
+    from benchmarks.serve_load import percentile
+    from retrieval.evaluation import summarize as retrieval_summary
+
+    retrieval = retrieval_summary([r["row"] for r in records], systems)
+    out: dict[str, Any] = {"systems": {}, "paired": {}}
+    for s in systems:
+        mine = [r for r in records if r["system"] == s]
+        ok = [r for r in mine if r["answer"] is not None]
+        scores = [_score(r) for r in ok if _score(r) is not None]
+        labels = [_label(r) for r in ok if _label(r) is not None]
+        totals = [r["answer"]["timings_ms"].get("total") for r in ok]
+        totals = [t / 1000 for t in totals if t is not None]
+        tokens = [r["answer"]["usage"]["prompt_tokens"] + r["answer"]["usage"]["completion_tokens"]
+                  for r in ok]
+        energy = [r["answer"].get("energy") or {} for r in ok]
+        joules = [e["joules"] for e in energy if e.get("joules") is not None]
+        cpu = [e["cpu_seconds"] for e in energy if e.get("cpu_seconds") is not None]
+        out["systems"][s] = {
+            "questions": len(mine), "answered": len(ok), "judged": len(scores),
+            "errors": len(mine) - len(ok),
+            "judge_failures": sum(1 for r in ok if r["verdict"] is not None and _score(r) is None),
+            **stats.score_rates(scores),
+            "average_ci": stats.bootstrap_ci(scores),
+            "correctness_ci": stats.bootstrap_ci([1.0 if x >= 8 else 0.0 for x in scores]),
+            "labels": {k: (labels.count(k) / len(labels) if labels else None) for k in LABELS},
+            "label_correct_ci": stats.bootstrap_ci([1.0 if x == "correct" else 0.0
+                                                    for x in labels]),
+            "bands": {name: sum(lo <= x <= hi for x in scores) for lo, hi, name in BANDS},
+            "tokens_per_query": statistics.fmean(tokens) if tokens else None,
+            "latency_s": {"p50": percentile(totals, 0.5), "p95": percentile(totals, 0.95),
+                          "mean": statistics.fmean(totals) if totals else None},
+            "latencies_s": totals,
+            "joules_per_query": statistics.fmean(joules) if len(joules) == len(ok) and ok else None,
+            "energy_source": sorted({e.get("source", "unavailable") for e in energy}) or None,
+            "cpu_seconds_per_query": statistics.fmean(cpu) if cpu else None,
+            "retrieval": retrieval[s],
+        }
+    if reference in systems:
+        def by_id(s, f):
+            return {r["id"]: f(r) for r in records if r["system"] == s and r["answer"] is not None}
+
+        ref_score = by_id(reference, _score)
+        ref_correct = by_id(reference, lambda r: None if _label(r) is None else
+                            float(_label(r) == "correct"))
+        for s in systems:
+            if s == reference:
+                continue
+            out["paired"][s] = {
+                "score": stats.paired_difference(ref_score, by_id(s, _score)),
+                "correct": stats.paired_difference(ref_correct, by_id(s, lambda r: None if
+                                                   _label(r) is None else
+                                                   float(_label(r) == "correct"))),
+            }
+    return out
+
+
+# --- the report ------------------------------------------------------------------------------
+
+def _ci(ci: dict, fmt: str = "{:.2f}", scale: float = 1.0) -> str:
+    if ci.get("estimate") is None:
+        return "–"
+    return (f"{fmt.format(scale * ci['estimate'])} "
+            f"[{fmt.format(scale * ci['low'])}, {fmt.format(scale * ci['high'])}]")
+
+
+def _diff(d: dict, fmt: str, scale: float = 1.0) -> str:
+    if d.get("mean_diff") is None:
+        return "–"
+    return (f"{fmt.format(scale * d['mean_diff'])} [{fmt.format(scale * d['low'])}, "
+            f"{fmt.format(scale * d['high'])}] (n={d['n']})")
+
+
+def plots(summary: dict[str, Any], out: Path, title: str, reference: str) -> list[str]:
+    import numpy as np
+
+    plt = R.pyplot()
+    systems = list(summary["systems"])
+    S = summary["systems"]
+    files = []
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 0.6 * len(systems) + 2.2))
+    colors = plt.cm.RdYlGn(np.linspace(0.05, 0.95, len(BANDS)))
+    y = np.arange(len(systems))[::-1]
+    left = np.zeros(len(systems))
+    for (lo, hi, name), color in zip(BANDS, colors):
+        share = np.array([S[s]["bands"][name] / S[s]["judged"] if S[s]["judged"] else 0
+                          for s in systems])
+        axes[0].barh(y, share, left=left, color=color, label=name)
+        left += share
+    axes[0].set_yticks(y, [f"{s} (n={S[s]['judged']})" for s in systems])
+    axes[0].set_xlim(0, 1)
+    axes[0].set_xlabel("share of judged answers")
+    axes[0].set_title("judge scores in bands")
+    axes[0].legend(fontsize=7, ncol=len(BANDS), loc="lower center", bbox_to_anchor=(0.5, -0.45))
+    left = np.zeros(len(systems))
+    for label, color in zip(LABELS, ("#4caf50", "#e53935", "#9e9e9e")):
+        share = np.array([S[s]["labels"][label] or 0 for s in systems])
+        axes[1].barh(y, share, left=left, color=color, label=label)
+        left += share
+    axes[1].set_yticks(y, systems)
+    axes[1].set_xlim(0, 1)
+    axes[1].set_title("FinanceBench labels (by the judge)")
+    axes[1].legend(fontsize=7, ncol=3, loc="lower center", bbox_to_anchor=(0.5, -0.45))
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(out / "score_distribution.png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    files.append("score_distribution.png")
+
+    if summary["paired"]:
+        others = list(summary["paired"])
+        fig, axes = plt.subplots(1, 2, figsize=(11, 0.5 * len(others) + 2))
+        for ax, key, scale, xlabel in ((axes[0], "score", 1, "mean score difference"),
+                                       (axes[1], "correct", 100, "difference in correct, pp")):
+            yy = np.arange(len(others))[::-1]
+            for yi, s in zip(yy, others):
+                d = summary["paired"][s][key]
+                if d["mean_diff"] is None:
+                    continue
+                ax.errorbar(scale * d["mean_diff"], yi,
+                            xerr=[[scale * (d["mean_diff"] - d["low"])],
+                                  [scale * (d["high"] - d["mean_diff"])]], fmt="o", capsize=4)
+            ax.axvline(0, color="grey", lw=0.8)
+            ax.set_yticks(yy, [f"{reference} − {s}" for s in others])
+            ax.set_xlabel(xlabel + " (95% bootstrap CI)")
+        fig.suptitle(f"paired per-question differences: {reference} minus each system")
+        fig.tight_layout()
+        fig.savefig(out / "paired_differences.png", dpi=110)
+        plt.close(fig)
+        files.append("paired_differences.png")
+
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
+    points = [{"system": s, "quality": S[s]["average"], "cost": S[s]["tokens_per_query"],
+               "latency": S[s]["latency_s"]["p50"]} for s in systems]
+    for ax, key, xlabel in ((axes[0], "cost", "LLM tokens per query (log)"),
+                            (axes[1], "latency", "p50 latency per query, s (log)")):
+        usable = [p for p in points if p["quality"] is not None and p[key]]
+        front = stats.pareto_front(usable, maximize=("quality",), minimize=(key,))
+        for p in usable:
+            ax.scatter(p[key], p["quality"], s=60, color="C3" if p in front else "C0", zorder=3)
+            ax.annotate(p["system"], (p[key], p["quality"]), textcoords="offset points",
+                        xytext=(6, 4), fontsize=8)
+        front = sorted(front, key=lambda p: p[key])
+        ax.step([p[key] for p in front], [p["quality"] for p in front], where="post",
+                color="C3", lw=1, label="non-dominated")
+        ax.set_xscale("log")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("average judge score (1–10)")
+        ax.legend(fontsize=8)
+    fig.suptitle("quality against cost and latency (red: non-dominated)")
+    fig.tight_layout()
+    fig.savefig(out / "quality_vs_cost.png", dpi=110)
+    plt.close(fig)
+    files.append("quality_vs_cost.png")
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.2))
+    for s in systems:
+        lat = sorted(S[s]["latencies_s"])
+        if lat:
+            ax.step(lat, np.arange(1, len(lat) + 1) / len(lat), where="post", label=s)
+    ax.set_xscale("log")
+    ax.set_xlabel("end-to-end latency per answer, s (log; one process, this machine)")
+    ax.set_ylabel("share of answers")
+    ax.set_title("latency CDF per system")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out / "latency_cdf.png", dpi=110)
+    plt.close(fig)
+    files.append("latency_cdf.png")
+    return files
+
+
+def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> str:
+    S, ref = summary["systems"], meta["reference"]
+    lines = R.header(f"Answer quality — profile `{meta['profile']}`", meta["command"],
+                     meta["config_hash"])
+    lines += [
+        f"{meta['questions']} questions from `{meta['questions_file']}`, index `{meta['index']}`; "
+        f"systems {', '.join(S)}"
+        + (f" (per-system question limits: {meta['limits']})" if meta["limits"] else "")
+        + f". Judge: `{meta['judge']['model_id']}` (profile `{meta['judge_profile']}`), greedy, "
+        "HDRR rubric 1–10 plus a FinanceBench label. Each answer's cost is from its own Answer "
+        f"record; energy source: {meta['energy_source']}. Latency is wall time on this machine "
+        "in one process — compare systems within this run only.", ""]
+    if meta.get("calibration"):
+        c = meta["calibration"]
+        lines += [f"**How far to trust the judge**: on {c['n']} human-labelled FinanceBench "
+                  f"answers this judge's label agreed with people's {R.pct(c['accuracy'])} of the "
+                  f"time, Cohen's kappa {c['kappa']:.2f} ({c['band']}); see "
+                  f"`{c['report']}`.", ""]
+    else:
+        lines += ["**Judge not calibrated** for this profile yet: run `finrag bench "
+                  "judge-calibration` before trusting the label rates.", ""]
+    lines += ["## Answer quality", "",
+              "| system | judged | average [95% CI] | P(s=1) | P(s≥8) [95% CI] | P(s=10) | "
+              "correct | incorrect | refusal | errors |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for s, v in S.items():
+        lines.append(
+            f"| {s} | {v['judged']} | {_ci(v['average_ci'])} | {R.pct(v['failure_rate'])} | "
+            f"{_ci(v['correctness_ci'], '{:.1f}%', 100)} | {R.pct(v['perfect_rate'])} | "
+            f"{R.pct(v['labels']['correct'])} | {R.pct(v['labels']['incorrect'])} | "
+            f"{R.pct(v['labels']['refusal'])} | {v['errors']} |")
+    lines += ["", "## Retrieval and cost per query", "",
+              "| system | routed exactly | hit@5 | hit@10 | wrong-filing share | context tokens "
+              "| LLM calls | tokens (prompt+completion) | p50 s | p95 s | joules |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for s, v in S.items():
+        rt = v["retrieval"]
+        lines.append(
+            f"| {s} | {R.pct(rt['routing_accuracy'])} | {R.pct(rt['hit5'])} | "
+            f"{R.pct(rt['hit10'])} | {R.pct(rt['wrong_doc_share'])} | "
+            f"{R.num(rt['context_tokens'], '{:,.0f}')} | {R.num(rt['llm_calls'], '{:.2f}')} | "
+            f"{R.num(v['tokens_per_query'], '{:,.0f}')} | {R.num(v['latency_s']['p50'])} | "
+            f"{R.num(v['latency_s']['p95'])} | "
+            f"{R.num(v['joules_per_query']) if v['joules_per_query'] is not None else 'n/a'} |")
+    if summary["paired"]:
+        lines += ["", f"## Paired differences: {ref} minus each system", "",
+                  "Mean over the questions both answered (and the judge scored), with a 95% "
+                  "bootstrap interval resampling questions; an interval that excludes 0 is a "
+                  "difference this sample supports.", "",
+                  f"| {ref} − system | score difference | correct-label difference, pp |",
+                  "|---|---:|---:|"]
+        for s, d in summary["paired"].items():
+            lines.append(f"| {ref} − {s} | {_diff(d['score'], '{:+.2f}')} | "
+                         f"{_diff(d['correct'], '{:+.1f}', 100)} |")
+    lines += ["", "## The paper's figures, for orientation", "",
+              f"{PAPER['source']} — not comparable one to one: different questions, corpus, "
+              "generator and judge (the paper's judge is a large hosted model).", "",
+              "| system | paper average | ours | paper P(s=1) | ours | paper P(s≥8) | ours | "
+              "paper P(s=10) | ours | paper context tokens | ours |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for s, p in PAPER["systems"].items():
+        v = S.get(s)
+        if v is None:
+            continue
+        lines.append(
+            f"| {s} | {p['average']:.2f} | {R.num(v['average'], '{:.2f}')} | "
+            f"{R.pct(p['failure_rate'])} | {R.pct(v['failure_rate'])} | "
+            f"{R.pct(p['correctness'])} | {R.pct(v['correctness'])} | "
+            f"{R.pct(p['perfect_rate'])} | {R.pct(v['perfect_rate'])} | {p['context_tokens']} | "
+            f"{R.num(v['retrieval']['context_tokens'], '{:,.0f}')} |")
+    lines += ["", *[f"![{f}]({f})" for f in files], "",
+              "Raw data: `results.json` (this summary), `per_question.jsonl` (one line per "
+              "question and system: answer, verdict, retrieval figures), `cache/` (the answer "
+              "and verdict caches a re-run resumes from).", ""]
+    return "\n".join(lines)
+
+
+def _calibration(profile: str, judge_model: str) -> dict | None:
+    path = R.RESULTS / f"judge_calibration_{profile}" / "results.json"
+    if not path.is_file():
+        return None
+    import json
+
+    from benchmarks.calibration import kappa_band
+
+    data = json.loads(path.read_text())
+    res = (data.get("results") or {}).get(profile)
+    if not res or data["judges"][profile]["model_id"] != judge_model:
+        return None
+    return {"n": res["n"], "accuracy": res["accuracy"], "kappa": res["kappa"] or 0.0,
+            "band": kappa_band(res["kappa"]),
+            "report": str(path.parent.relative_to(R.REPO) / "report.md")}
+
+
+def _limits(text: str) -> dict[str, int]:
+    out = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        system, _, n = part.partition("=")
+        if not n.isdigit():
+            raise ValueError(f"--system-limit wants SYSTEM=N[,SYSTEM=N], got {part!r}")
+        out[system] = int(n)
+    return out
+
+
+def add_parser(sub) -> None:
+    from serving.cli import pipeline_args
+
+    p = sub.add_parser("quality", help="answer quality (local judge), retrieval and cost of "
+                       "every system on the same questions", description=__doc__.split("\n\n")[0])
+    pipeline_args(p)
+    p.add_argument("--questions", type=Path, default=R.SHARED / "questions.dev.jsonl",
+                   help="JSONL with question, answer, doc_name, evidence (default: the shared "
+                   "FinanceBench dev questions)")
+    p.add_argument("--systems", default="", help="comma-separated systems (default: "
+                   f"{', '.join(DEFAULT_SYSTEMS)}; cbr_meta/cbr_llmctx only when built)")
+    p.add_argument("--limit", type=int, default=None, help="the first N questions only")
+    p.add_argument("--system-limit", default="", metavar="SYSTEM=N,…",
+                   help="run a slow system on the first N questions only, e.g. sfr=20")
+    p.add_argument("--reference", default="hdrr", help="the system the others are compared "
+                   "with, question by question (default hdrr)")
+    p.add_argument("--judge-profile", default=None, help="profile whose judge scores the "
+                   "answers (default: --profile)")
+    p.add_argument("--name", default=None, help="results folder name (default quality_<profile>)")
+    p.add_argument("--out", type=Path, default=None, help="results folder (overrides --name)")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    import json
+
+    from benchmarks import judge as J
+    from retrieval.evaluation import load_questions
+    from serving.cli import load_pipeline
+
+    limits = _limits(args.system_limit)
+    questions = load_questions(args.questions, args.limit)
+    if not questions:
+        raise ValueError(f"no questions in {args.questions}")
+    pipe = load_pipeline(args)
+    try:
+        systems = available_systems(pipe, [s for s in args.systems.split(",") if s] or None)
+        judge_profile = args.judge_profile or pipe.profile.name
+        if judge_profile == pipe.profile.name:
+            judge_engine = pipe.engine(J.judge_role(pipe.profile))
+        else:
+            judge_engine = J.load_judge(judge_profile)
+        out = R.results_dir(args.name or f"quality_{pipe.profile.name}", args.out)
+        records = run_quality(pipe, questions, systems, out / "cache", judge_engine=judge_engine,
+                              limits=limits, progress=not args.quiet)
+        jconf = J.judge_config(judge_engine)
+        meta = {"command": R.command_line(), "profile": pipe.profile.name,
+                "index": str(pipe.index.folder),
+                "questions_file": str(args.questions), "questions": len(questions),
+                "limits": limits, "reference": args.reference, "judge": jconf,
+                "judge_profile": judge_profile, "energy_source": pipe.meter.source,
+                "calibration": _calibration(judge_profile, jconf["model_id"])}
+        meta["config_hash"] = R.config_hash({"systems": {s: system_config(pipe, s)
+                                                         for s in systems},
+                                             "judge": jconf, "questions": [q.id for q in questions],
+                                             "limits": limits})
+    finally:
+        pipe.close()
+    summary = summarize(records, systems, args.reference)
+    R.write_json(out / "results.json", {**meta, **summary, "paper": PAPER})
+    with (out / "per_question.jsonl").open("w", encoding="utf-8") as fh:
+        for r in records:
+            a = r["answer"] or {}
+            v = (r["verdict"] or {}).get("judgement") or {}
+            fh.write(json.dumps({"id": r["id"], "system": r["system"],
+                                 "answer": a.get("answer"), "score": v.get("score"),
+                                 "label": v.get("label"), "reason": v.get("reason"),
+                                 **{k: r["row"].get(k) for k in
+                                    ("routing_status", "routed_exact", "hit5", "hit10",
+                                     "wrong_doc_share", "context_tokens", "llm_calls",
+                                     "prompt_tokens", "completion_tokens", "error")}}) + "\n")
+    files = plots(summary, out, f"{len(questions)} questions, profile {meta['profile']}",
+                  args.reference)
+    (out / "report.md").write_text(report(summary, meta, files), encoding="utf-8")
+    for s, v in summary["systems"].items():
+        print(f"{s:11} judged {v['judged']:>3}  average {R.num(v['average'], '{:.2f}')}  "
+              f"P(s>=8) {R.pct(v['correctness'])}  correct {R.pct(v['labels']['correct'])}  "
+              f"tokens/query {R.num(v['tokens_per_query'], '{:,.0f}')}")
+    print(f"report: {out / 'report.md'}")
+    return 0
