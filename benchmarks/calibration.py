@@ -231,7 +231,7 @@ def main(args) -> int:
     if not args.labelled.is_dir():
         raise FileNotFoundError(f"no labelled answers folder {args.labelled}")
     summary = run(profiles=profiles, labelled=args.labelled, configurations=configs,
-                  limit=args.limit, out=out, command=R.command_line(), chunk=args.chunk,
+                  limit=args.limit, out=out, command=R.command_line(args), chunk=args.chunk,
                   progress=not args.quiet)
     for name, res in summary["results"].items():
         print(f"{name}: judge {summary['judges'][name]['model_id']} on {res['n']} answers — "

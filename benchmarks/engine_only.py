@@ -109,7 +109,7 @@ def main(args) -> int:
     config = {"model": str(model), "dummy": dummy, "prompt_tokens": args.prompt_tokens,
               "output_tokens": args.output_tokens, "batch_sizes": sizes, "seed": args.seed}
     out = R.results_dir(args.name or f"engine_{model.name}", args.out)
-    meta = {"command": R.command_line(), "config_hash": R.config_hash(config), **config,
+    meta = {"command": R.command_line(args), "config_hash": R.config_hash(config), **config,
             "machine": f"{platform.machine()}, {os.cpu_count()} cores",
             "vllm_platform": _platform()}
     R.write_json(out / "results.json", {"meta": meta, "rows": rows})
@@ -141,3 +141,19 @@ def _platform() -> str:
         return "CPU" if current_platform.is_cpu() else str(current_platform.device_name)
     except Exception:  # a description only
         return "unknown platform"
+
+
+if __name__ == "__main__":  # for an environment that has vLLM but not all of finrag's CLI
+    import argparse
+    import sys
+
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.engine_only",
+                                     description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("engine_only", metavar="MODEL")
+    add_arguments(parser)
+    parser.add_argument("--name", default=None)
+    parser.add_argument("--out", type=Path, default=None)
+    cli_args = parser.parse_args()
+    cli_args.prog = parser.prog
+    sys.exit(main(cli_args))

@@ -158,11 +158,11 @@ def main(args) -> int:
     chash = R.config_hash({"quality": quality.get("config_hash"),
                            "perf": [p["meta"].get("config_hash") for p in perfs],
                            "slas": slas, "quality_key": args.quality, "cost": args.cost})
-    R.write_json(out / "results.json", {"command": R.command_line(), "config_hash": chash,
+    R.write_json(out / "results.json", {"command": R.command_line(args), "config_hash": chash,
                                         "rows": rows, "front": [r["name"] for r in front],
                                         "excluded": missing, "choices": choices})
     png = plot(rows, front, out, cost_label, quality_label)
-    lines = R.header(f"Pareto front and FACET choice — profile `{profile}`", R.command_line(),
+    lines = R.header(f"Pareto front and FACET choice — profile `{profile}`", R.command_line(args),
                      chash)
     lines += [f"Configurations from `{args.quality_results}`"
               + (f" and {', '.join(f'`{f}`' for f in args.perf_results.split(',') if f)}"

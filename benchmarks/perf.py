@@ -297,7 +297,7 @@ def main(args) -> int:
         config["target"] = result["meta"]["target_desc"]
     for lv in result["levels"]:
         lv["bottleneck"] = bottleneck(lv)
-    result["meta"] = {**result.get("meta", {}), "command": R.command_line(), "mode": mode,
+    result["meta"] = {**result.get("meta", {}), "command": R.command_line(args), "mode": mode,
                       "mode_desc": desc, "profile": profile, "system": args.system,
                       "generate": not args.no_generate, "questions": len(questions),
                       "questions_file": str(args.questions), "requests": args.requests,

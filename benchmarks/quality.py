@@ -488,7 +488,7 @@ def main(args) -> int:
         records = run_quality(pipe, questions, systems, out / "cache", judge_engine=judge_engine,
                               limits=limits, progress=not args.quiet)
         jconf = J.judge_config(judge_engine)
-        meta = {"command": R.command_line(), "profile": pipe.profile.name,
+        meta = {"command": R.command_line(args), "profile": pipe.profile.name,
                 "index": str(pipe.index.folder),
                 "questions_file": str(args.questions), "questions": len(questions),
                 "limits": limits, "reference": args.reference, "judge": jconf,

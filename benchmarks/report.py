@@ -16,10 +16,12 @@ RESULTS = REPO / "benchmarks" / "results"
 SHARED = REPO.parent / "shared" / "data" / "financebench"
 
 
-def command_line(argv: list[str] | None = None) -> str:
-    """The ``finrag`` command as a person would type it again (``argv``: its arguments)."""
-    args = sys.argv[1:] if argv is None else argv
-    return " ".join(shlex.quote(a) for a in ["finrag", *args])
+def command_line(args) -> str:
+    """The command as a person would type it again: ``args.prog`` (default ``finrag``) and
+    ``args.argv`` (set by ``finrag``'s main; else this process's arguments)."""
+    argv = getattr(args, "argv", None)
+    argv = sys.argv[1:] if argv is None else argv
+    return " ".join([getattr(args, "prog", "finrag"), *(shlex.quote(a) for a in argv)])
 
 
 def config_hash(config: Any, length: int = 12) -> str:

