@@ -15,6 +15,7 @@ from typing import Any
 
 from benchmarks import judge as J
 from benchmarks import report as R
+from benchmarks.judge_rules import RULES_VERSION
 
 # Landis & Koch's reading of kappa
 KAPPA_BANDS = ((0.0, "poor"), (0.20, "slight"), (0.40, "fair"), (0.60, "moderate"),
@@ -77,12 +78,18 @@ def trust_statement(result: dict[str, Any]) -> list[str]:
                      f"({said_correct} verdicts): read its correctness rate as "
                      f"{'close to' if precision >= 0.8 else 'an upper bound on'} the true one.")
     kappa = result["kappa"] or 0.0
-    lines.append("Use: " + ("fit to compare systems and to report absolute label rates."
-                            if kappa > 0.6 else
-                            "fit to compare systems judged by the same judge (paired differences),"
-                            " not to report absolute accuracy." if kappa > 0.2 else
-                            "not fit to rank systems; look at retrieval figures and hand-check "
-                            "answers instead."))
+    precision = (conf.get("correct", {}).get("correct", 0) / said_correct) if said_correct else 0
+    wrong = sum(conf.get("incorrect", {}).values())
+    missed = conf.get("incorrect", {}).get("correct", 0) / wrong if wrong else 0.0
+    if kappa > 0.6 and precision >= 0.8:
+        use = "fit to compare systems and to report absolute label rates."
+    elif kappa > 0.2:
+        use = ("fit to compare systems judged by the same judge (paired differences); its "
+               f"correct rate overstates the true one (it called {R.pct(missed)} of the "
+               "answers people found incorrect correct).")
+    else:
+        use = "not fit to rank systems; look at retrieval figures and hand-check answers instead."
+    lines.append("Use: " + use)
     return lines
 
 
@@ -140,7 +147,7 @@ def plots(result: dict[str, Any], records: list[dict], out: Path, title: str) ->
 
 
 def run(*, profiles: list[str], labelled: Path, configurations: list[str] | None,
-        limit: int | None, out: Path, command: str, chunk: int = 8,
+        limit: int | None, out: Path, command: str, chunk: int = 8, rules: bool = True,
         progress: bool = True) -> dict[str, Any]:
     from models.profiles import load_config
 
@@ -153,12 +160,18 @@ def run(*, profiles: list[str], labelled: Path, configurations: list[str] | None
         prof = load_config().active(name)
         engine = J.load_judge(name)
         jconf = J.judge_config(engine)
-        jhash = R.config_hash(jconf)
-        configs[name] = {**jconf, "role": J.judge_role(prof), "hash": jhash}
+        jhash = R.config_hash(jconf)  # the LLM's verdicts are cached under it; rules are not
+        configs[name] = {**jconf, "rules": RULES_VERSION if rules else None,
+                         "role": J.judge_role(prof), "hash": jhash}
         keys = [f"{jhash}:{row_key(r)}" for r in rows]
         run_ = J.judge_cached(engine, rows, keys, cache, chunk=chunk, progress=progress,
-                              desc=f"judge ({name})")
+                              desc=f"judge ({name})", rules=rules)
         result = J.calibrate(engine, rows, run=run_)
+        cached = [cache.get(k) for k in keys]
+        if rules and all(cached):  # every answer also has an LLM verdict: compare with it
+            alone = [J.result_from_record(c["result"]).judgement for c in cached]
+            pairs = [(r["label"], v.label) for r, v in zip(rows, alone) if v is not None]
+            result["llm_alone"] = J.agreement([h for h, _ in pairs], [j for _, j in pairs])
         results[name] = result
         for row, res in zip(rows, run_.results):
             records_all.append({"profile": name, "financebench_id": row["financebench_id"],
@@ -193,6 +206,23 @@ def run(*, profiles: list[str], labelled: Path, configurations: list[str] | None
         for h in J.LABELS:
             lines.append(f"| {h} | " + " | ".join(str(res["confusion"].get(h, {}).get(j, 0))
                                                   for j in J.LABELS) + " |")
+        src = res.get("by_source") or {}
+        if src:
+            lines += ["", "Who decided: " + "; ".join(
+                f"{'the deterministic rules (refusal phrases, reference figures)' if k == 'rule' else 'the LLM'} "
+                f"{v['n']} answers, {R.pct(v['accuracy'])} agreement" for k, v in src.items())
+                + (". The rules are off (`--llm-only`)." if not rules else
+                   " (`--llm-only` lets the LLM judge every answer).")]
+        alone = res.get("llm_alone")
+        if alone:
+            lines += ["", f"The LLM alone, without the rules, on the same {alone['n']} answers "
+                      f"(its verdicts from this folder's cache): accuracy "
+                      f"{R.pct(alone['accuracy'])}, Cohen's kappa "
+                      f"{R.num(alone['kappa'], '{:.3f}')} ({kappa_band(alone['kappa'])})."]
+        if rules:
+            lines += ["", "Caveat: the rules were written while reading FinanceBench's labelled "
+                      "answers, so their agreement here is an optimistic estimate; it holds for "
+                      "answers in the same style (short figures, explicit refusals)."]
         lines += ["", "Mean judge score by the people's label: " + ", ".join(
             f"{k} {v:.2f}" for k, v in res["mean_score_by_label"].items()), "",
             f"Judge cost: {jr['usage'].get('calls', 0)} calls this run, "
@@ -217,6 +247,8 @@ def add_parser(sub) -> None:
                    "<model>_<eval_mode> names to score (default: all)")
     p.add_argument("--limit", type=int, default=None, help="at most N answers per configuration")
     p.add_argument("--chunk", type=int, default=8, help="answers per judge call batch")
+    p.add_argument("--llm-only", action="store_true", help="no deterministic rules: the LLM "
+                   "judges every answer")
     p.add_argument("--name", default=None, help="results folder name (default "
                    "judge_calibration_<profiles>)")
     p.add_argument("--out", type=Path, default=None, help="results folder (overrides --name)")
@@ -232,7 +264,7 @@ def main(args) -> int:
         raise FileNotFoundError(f"no labelled answers folder {args.labelled}")
     summary = run(profiles=profiles, labelled=args.labelled, configurations=configs,
                   limit=args.limit, out=out, command=R.command_line(args), chunk=args.chunk,
-                  progress=not args.quiet)
+                  rules=not args.llm_only, progress=not args.quiet)
     for name, res in summary["results"].items():
         print(f"{name}: judge {summary['judges'][name]['model_id']} on {res['n']} answers — "
               f"accuracy {R.pct(res['accuracy'])}, kappa {R.num(res['kappa'], '{:.3f}')} "

@@ -196,6 +196,7 @@ class JudgeResult:
     latency_s: float = 0.0
     truncated: bool = False
     error: str | None = None
+    source: str = "llm"  # "rule": settled by benchmarks.judge_rules, no LLM call
 
 
 @dataclass
@@ -240,11 +241,26 @@ def _budgets(rows: list, count: Callable[[str], int], limit: int | None, answer_
     return out
 
 
+def rule_results(rows: Sequence[Any]) -> dict[int, JudgeResult]:
+    """The rows ``benchmarks.judge_rules`` settles, by index, as results (no LLM call)."""
+    from benchmarks.judge_rules import rule_verdict
+
+    out = {}
+    for i, row in enumerate(rows):
+        v = rule_verdict(_text(_field(row, "gold_answer")), _text(_field(row, "model_answer")))
+        if v is not None:
+            out[i] = JudgeResult(Judgement(score=v.score, label=v.label,
+                                           reason=v.reason[:REASON_CHARS]), source="rule")
+    return out
+
+
 def judge(engine, rows: Sequence[Any], batch_size: int = 8, progress: bool = True, *,
           answer_tokens: int = DEFAULT_ANSWER_TOKENS, input_limit: int | None = None,
-          params: SamplingParams | None = None) -> JudgeRun:
+          params: SamplingParams | None = None, rules: bool = True) -> JudgeRun:
     """Judge each row (``question``, ``gold_answer``, ``model_answer``) with ``engine``.
 
+    With ``rules`` (the default), ``benchmarks.judge_rules.rule_verdict`` settles refusals and
+    short numeric references first (``source="rule"``, no LLM call); the LLM judges the rest.
     Prompts go to ``engine.generate_json(..., Judgement, params)`` ``batch_size`` at a time
     (greedy, 160 new tokens by default). When a batch fails, its rows are retried one by one
     and a row that still fails gets ``judgement=None`` and its error; the run goes on. Usage
@@ -254,19 +270,26 @@ def judge(engine, rows: Sequence[Any], batch_size: int = 8, progress: bool = Tru
     """
     rows = list(rows)
     params = params or SamplingParams(max_tokens=160, temperature=0.0)
+    decided = rule_results(rows) if rules else {}
+    todo = [i for i in range(len(rows)) if i not in decided]
     limit = input_limit or engine_input_limit(engine)
     count = engine.count_tokens
-    budgets = _budgets(rows, count, limit, answer_tokens, params.max_tokens)
-    prompts = judge_prompts(rows, count_tokens=count, answer_tokens=budgets)
-    results: list[JudgeResult] = [JudgeResult(None, truncated=p.truncated) for p in prompts]
+    budgets = _budgets([rows[i] for i in todo], count, limit, answer_tokens, params.max_tokens)
+    llm_prompts = judge_prompts([rows[i] for i in todo], count_tokens=count,
+                                answer_tokens=budgets)
+    prompts: list[JudgePrompt | None] = [None] * len(rows)
+    for i, p in zip(todo, llm_prompts):
+        prompts[i] = p
+    results: list[JudgeResult] = [decided.get(i) or JudgeResult(None, truncated=p.truncated)
+                                  for i, p in enumerate(prompts)]
     bar = None
     if progress:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(rows), desc="judge", unit="answer", file=sys.stderr)
+        bar = tqdm(total=len(todo), desc="judge", unit="answer", file=sys.stderr)
     calls, wall = 0, 0.0
-    for start in range(0, len(rows), max(1, batch_size)):
-        idx = list(range(start, min(start + max(1, batch_size), len(rows))))
+    for start in range(0, len(todo), max(1, batch_size)):
+        idx = todo[start:start + max(1, batch_size)]
         groups = [idx]
         while groups:
             group = groups.pop(0)
@@ -294,9 +317,9 @@ def judge(engine, rows: Sequence[Any], batch_size: int = 8, progress: bool = Tru
     usage = {"prompt_tokens": sum(r.prompt_tokens for r in kept),
              "completion_tokens": sum(r.completion_tokens for r in kept),
              "latency_s": sum(r.latency_s for r in kept), "wall_s": wall, "calls": calls,
-             "rows": len(rows)}
+             "rows": len(rows), "by_rule": len(decided)}
     return JudgeRun(results, getattr(engine, "model_id", type(engine).__name__), usage,
-                    truncated=sum(p.truncated for p in prompts),
+                    truncated=sum(p.truncated for p in llm_prompts),
                     answer_token_budget=max(budgets) if budgets else None, input_limit=limit,
                     failures=len(rows) - len(kept))
 
@@ -384,6 +407,7 @@ def calibrate(engine, rows: Sequence[Mapping[str, Any]], *, run: JudgeRun | None
     if len(run.results) != len(rows):
         raise ValueError(f"{len(run.results)} judgements for {len(rows)} rows")
     human, judged, scores = [], [], []
+    by_source: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
     by_config: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
     by_label: dict[str, list[int]] = defaultdict(list)
     for row, result in zip(rows, run.results):
@@ -394,6 +418,8 @@ def calibrate(engine, rows: Sequence[Mapping[str, Any]], *, run: JudgeRun | None
         judged.append(result.judgement.label)
         scores.append(result.judgement.score)
         by_label[h].append(result.judgement.score)
+        by_source[result.source][0].append(h)
+        by_source[result.source][1].append(result.judgement.label)
         config = row.get("configuration") or f"{row.get('model_name')}_{row.get('eval_mode')}"
         by_config[config][0].append(h)
         by_config[config][1].append(result.judgement.label)
@@ -403,7 +429,9 @@ def calibrate(engine, rows: Sequence[Mapping[str, Any]], *, run: JudgeRun | None
         h, j = by_config[config]
         per_config[config] = {"accuracy": stats.accuracy(h, j),
                               "kappa": stats.cohen_kappa(h, j, labels=LABELS), "n": len(h)}
-    return {**overall, "per_configuration": per_config,
+    sources = {src: {"accuracy": stats.accuracy(h, j), "n": len(h)}
+               for src, (h, j) in sorted(by_source.items())}
+    return {**overall, "per_configuration": per_config, "by_source": sources,
             "mean_score_by_label": {k: sum(v) / len(v) for k, v in sorted(by_label.items())},
             "score_rates": stats.score_rates(scores), "judge": run.summary()}
 
@@ -417,7 +445,8 @@ def results_json(run: JudgeRun) -> list[dict[str, Any]]:
 
 def judge_config(engine, *, answer_tokens: int = DEFAULT_ANSWER_TOKENS,
                  params: SamplingParams | None = None) -> dict[str, Any]:
-    """What decides a verdict besides the row: the judge model, its rubric and sampling."""
+    """What decides the LLM's verdict besides the row: the judge model, its rubric and
+    sampling. (The deterministic rules are applied on top and never cached.)"""
     import hashlib
 
     params = params or SamplingParams(max_tokens=160, temperature=0.0)
@@ -437,21 +466,26 @@ def result_from_record(rec: Mapping[str, Any]) -> JudgeResult:
     verdict = rec.get("judgement")
     return JudgeResult(Judgement(**verdict) if verdict else None,
                        **{k: rec[k] for k in ("prompt_tokens", "completion_tokens", "latency_s",
-                                              "truncated", "error") if k in rec})
+                                              "truncated", "error", "source") if k in rec})
 
 
 def judge_cached(engine, rows: Sequence[Any], keys: Sequence[str], cache, *, chunk: int = 8,
-                 progress: bool = True, desc: str = "judge", **judge_kwargs) -> JudgeRun:
-    """``judge`` with every verdict kept in ``cache`` (a ``benchmarks.report.JsonlCache``)
+                 progress: bool = True, desc: str = "judge", rules: bool = True,
+                 **judge_kwargs) -> JudgeRun:
+    """``judge`` with every LLM verdict kept in ``cache`` (a ``benchmarks.report.JsonlCache``)
     under its row's key as soon as its chunk of ``chunk`` rows is judged: rows already there
-    are not judged again, so a killed run resumes. ``keys`` must name the row *and* the judge
-    configuration (see ``judge_config``). A verdict that failed is kept too (greedy decoding
-    fails the same way again). Returns a JudgeRun over all rows in order; its usage counts
-    only the calls this run made (``usage['cached']`` rows were already judged)."""
+    are not judged again, so a killed run resumes. ``keys`` must name the row *and* the LLM
+    judge's configuration (``judge_config``). With ``rules``, rows the deterministic rules
+    settle get the rule's verdict (computed afresh, never cached) and no LLM call. A verdict
+    that failed is kept too (greedy decoding fails the same way again). Returns a JudgeRun
+    over all rows in order; its usage counts only the calls this run made
+    (``usage['cached']``: rows whose LLM verdict was already there)."""
     rows, keys = list(rows), list(keys)
     if len(rows) != len(keys):
         raise ValueError(f"{len(keys)} keys for {len(rows)} rows")
-    todo = [i for i, k in enumerate(keys) if k not in cache]
+    decided = rule_results(rows) if rules else {}
+    need = [i for i in range(len(rows)) if i not in decided]
+    todo = [i for i in need if keys[i] not in cache]
     bar = None
     if progress and todo:
         from tqdm import tqdm
@@ -461,7 +495,7 @@ def judge_cached(engine, rows: Sequence[Any], keys: Sequence[str], cache, *, chu
     for start in range(0, len(todo), max(1, chunk)):
         ids = todo[start:start + max(1, chunk)]
         run = judge(engine, [rows[i] for i in ids], batch_size=chunk, progress=False,
-                    **judge_kwargs)
+                    rules=False, **judge_kwargs)
         runs.append(run)
         for i, result in zip(ids, run.results):
             cache.add(keys[i], {"result": result_record(result)})
@@ -469,11 +503,12 @@ def judge_cached(engine, rows: Sequence[Any], keys: Sequence[str], cache, *, chu
             bar.update(len(ids))
     if bar is not None:
         bar.close()
-    results = [result_from_record(cache.get(k)["result"]) for k in keys]
+    results = [decided.get(i) or result_from_record(cache.get(keys[i])["result"])
+               for i in range(len(rows))]
     usage: dict[str, float | int] = {k: sum(r.usage.get(k, 0) for r in runs) for k in
                                      ("prompt_tokens", "completion_tokens", "latency_s",
                                       "wall_s", "calls")}
-    usage.update(rows=len(rows), cached=len(rows) - len(todo))
+    usage.update(rows=len(rows), cached=len(need) - len(todo), by_rule=len(decided))
     return JudgeRun(results, getattr(engine, "model_id", type(engine).__name__), usage,
                     truncated=sum(r.truncated for r in results),
                     answer_token_budget=max((r.answer_token_budget or 0 for r in runs),

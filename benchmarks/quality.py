@@ -346,7 +346,9 @@ def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> s
         f"systems {', '.join(S)}"
         + (f" (per-system question limits: {meta['limits']})" if meta["limits"] else "")
         + f". Judge: `{meta['judge']['model_id']}` (profile `{meta['judge_profile']}`), greedy, "
-        "HDRR rubric 1–10 plus a FinanceBench label. Each answer's cost is from its own Answer "
+        "HDRR rubric 1–10 plus a FinanceBench label, after deterministic rules that settle "
+        "refusals and short numeric references (`benchmarks/judge_rules.py`; "
+        f"{meta.get('by_rule', 0)} of the verdicts). Each answer's cost is from its own Answer "
         f"record; energy source: {meta['energy_source']}. Latency is wall time on this machine "
         "in one process — compare systems within this run only.", ""]
     if meta.get("calibration"):
@@ -487,7 +489,9 @@ def main(args) -> int:
         out = R.results_dir(args.name or f"quality_{pipe.profile.name}", args.out)
         records = run_quality(pipe, questions, systems, out / "cache", judge_engine=judge_engine,
                               limits=limits, progress=not args.quiet)
-        jconf = J.judge_config(judge_engine)
+        from benchmarks.judge_rules import RULES_VERSION
+
+        jconf = {**J.judge_config(judge_engine), "rules": RULES_VERSION}
         meta = {"command": R.command_line(args), "profile": pipe.profile.name,
                 "index": str(pipe.index.folder),
                 "questions_file": str(args.questions), "questions": len(questions),
@@ -501,6 +505,7 @@ def main(args) -> int:
     finally:
         pipe.close()
     summary = summarize(records, systems, args.reference)
+    meta["by_rule"] = sum(1 for r in records if (r["verdict"] or {}).get("source") == "rule")
     R.write_json(out / "results.json", {**meta, **summary, "paper": PAPER})
     with (out / "per_question.jsonl").open("w", encoding="utf-8") as fh:
         for r in records:

@@ -136,7 +136,7 @@ def test_judge_usage_failures_and_truncation():
     rows = [labelled("42", "It is 42.", "correct"), labelled("7", "BAD output", "incorrect"),
             labelled("9", "Not found in the filings.", "refusal"),
             labelled("5", "x " * 2000 + "5", "correct")]
-    run = J.judge(engine, rows, batch_size=3, progress=False)
+    run = J.judge(engine, rows, batch_size=3, progress=False, rules=False)
     assert [r.judgement.label if r.judgement else None for r in run.results] == \
         ["correct", None, "refusal", "incorrect"]  # the long answer lost its "5" to the cut
     assert run.failures == 1 and "StructuredOutputError" in run.results[1].error
@@ -154,7 +154,7 @@ def test_calibrate_with_scripted_engine():
             labelled("9", "Not found.", "Refusal", "b_closedBook"),
             labelled("9", "It is 9.", "Incorrect Answer", "b_closedBook"),  # judge disagrees
             labelled("3", "BAD", "Correct Answer", "b_closedBook")]  # judge fails: left out
-    out = J.calibrate(ScriptedEngine(), rows, progress=False)
+    out = J.calibrate(ScriptedEngine(), rows, progress=False, rules=False)
     assert out["n"] == 4 and out["accuracy"] == pytest.approx(0.75)
     # human (c, i, r, i) vs judge (c, i, r, c): p_o = 3/4, p_e = (1*2 + 2*1 + 1*1)/16 = 5/16
     assert out["kappa"] == pytest.approx((0.75 - 5 / 16) / (1 - 5 / 16))
@@ -187,7 +187,8 @@ def test_tiny_judge_end_to_end():
     resolve_role(profile, "generator", prepare=True)  # the packaged GGUF, converted once
     engine = load_llm(profile, "generator")
     budget = 60
-    run = J.judge(engine, picked, batch_size=3, progress=False, answer_tokens=budget)
+    run = J.judge(engine, picked, batch_size=3, progress=False, answer_tokens=budget,
+                  rules=False)
     assert len(run.results) == 3 and run.failures == 0
     for row, result in zip(picked, run.results):
         assert isinstance(result.judgement, J.Judgement)
