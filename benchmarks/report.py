@@ -106,6 +106,16 @@ def pyplot():
     return plt
 
 
+def savefig(fig, out: Path, name: str) -> str:
+    """Lay out, write ``out/name`` (PNG) and close the figure; returns ``name``."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(out / name, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return name
+
+
 def pct(v: float | None, digits: int = 1) -> str:
     return "–" if v is None else f"{100 * v:.{digits}f}%"
 

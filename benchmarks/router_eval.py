@@ -14,7 +14,6 @@ import json
 import os
 import shlex
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

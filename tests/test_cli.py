@@ -16,11 +16,14 @@ def finrag(*args, timeout=300):
 def test_help_reads_well():
     res = finrag("--help")
     assert res.returncode == 0
-    for word in ("ingest", "search", "documents", "demo", "route", "ask", "eval"):
+    for word in ("ingest", "search", "documents", "demo", "route", "ask", "eval", "bench"):
         assert word in res.stdout
     for sub in ("ingest", "search", "documents", "demo", "route", "ask", "eval"):
         res = finrag(sub, "--help")
         assert res.returncode == 0 and "usage: finrag " + sub in res.stdout
+    for sub in ("quality", "judge-calibration", "perf", "pareto"):
+        res = finrag("bench", sub, "--help")
+        assert res.returncode == 0 and f"usage: finrag bench {sub}" in res.stdout
 
 
 def test_search_cli_scoped_json(demo_index, demo_corpus):
