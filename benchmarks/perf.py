@@ -172,6 +172,9 @@ def report(result: dict[str, Any], files: list[str]) -> str:
     lines += L.level_table(result["levels"])
     lines += ["", "## Cost per answer", ""]
     lines += cost_rows(result["levels"])
+    if all(lv.get("cpu_seconds") is None for lv in result["levels"]):
+        lines += ["", "CPU seconds are measured in-process only: behind the Serve app the stages "
+                  "run in other processes, and the Ingress's own CPU time would undercount."]
     for lv in result["levels"]:
         lines += ["", f"## Stages at C={lv['concurrency']}", ""] + stage_table(lv)
     if result.get("overload"):
