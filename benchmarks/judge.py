@@ -471,7 +471,7 @@ def result_from_record(rec: Mapping[str, Any]) -> JudgeResult:
 
 def judge_cached(engine, rows: Sequence[Any], keys: Sequence[str], cache, *, chunk: int = 8,
                  progress: bool = True, desc: str = "judge", rules: bool = True,
-                 **judge_kwargs) -> JudgeRun:
+                 cached_only: bool = False, **judge_kwargs) -> JudgeRun:
     """``judge`` with every LLM verdict kept in ``cache`` (a ``benchmarks.report.JsonlCache``)
     under its row's key as soon as its chunk of ``chunk`` rows is judged: rows already there
     are not judged again, so a killed run resumes. ``keys`` must name the row *and* the LLM
@@ -479,13 +479,14 @@ def judge_cached(engine, rows: Sequence[Any], keys: Sequence[str], cache, *, chu
     settle get the rule's verdict (computed afresh, never cached) and no LLM call. A verdict
     that failed is kept too (greedy decoding fails the same way again). Returns a JudgeRun
     over all rows in order; its usage counts only the calls this run made
-    (``usage['cached']``: rows whose LLM verdict was already there)."""
+    (``usage['cached']``: rows whose LLM verdict was already there). ``cached_only``: call no
+    LLM; a row with neither a rule's nor a cached verdict gets none."""
     rows, keys = list(rows), list(keys)
     if len(rows) != len(keys):
         raise ValueError(f"{len(keys)} keys for {len(rows)} rows")
     decided = rule_results(rows) if rules else {}
     need = [i for i in range(len(rows)) if i not in decided]
-    todo = [i for i in need if keys[i] not in cache]
+    todo = [] if cached_only else [i for i in need if keys[i] not in cache]
     bar = None
     if progress and todo:
         from tqdm import tqdm
@@ -503,12 +504,15 @@ def judge_cached(engine, rows: Sequence[Any], keys: Sequence[str], cache, *, chu
             bar.update(len(ids))
     if bar is not None:
         bar.close()
-    results = [decided.get(i) or result_from_record(cache.get(keys[i])["result"])
+    results = [decided.get(i) or (result_from_record(cache.get(keys[i])["result"])
+                                  if keys[i] in cache else
+                                  JudgeResult(None, error="not judged (cached verdicts only)"))
                for i in range(len(rows))]
     usage: dict[str, float | int] = {k: sum(r.usage.get(k, 0) for r in runs) for k in
                                      ("prompt_tokens", "completion_tokens", "latency_s",
                                       "wall_s", "calls")}
-    usage.update(rows=len(rows), cached=len(need) - len(todo), by_rule=len(decided))
+    usage.update(rows=len(rows), cached=sum(keys[i] in cache for i in need) - len(todo),
+                 by_rule=len(decided))
     return JudgeRun(results, getattr(engine, "model_id", type(engine).__name__), usage,
                     truncated=sum(r.truncated for r in results),
                     answer_token_budget=max((r.answer_token_budget or 0 for r in runs),

@@ -95,10 +95,12 @@ def _trim(answer: dict[str, Any]) -> dict[str, Any]:
 # --- running ---------------------------------------------------------------------------------
 
 def run_quality(pipe, questions, systems: list[str], cache_dir: Path, *, judge_engine,
-                limits: dict[str, int] | None = None, progress: bool = True) -> list[dict]:
+                limits: dict[str, int] | None = None, progress: bool = True,
+                cached_only: bool = False) -> list[dict]:
     """Answer and judge; returns one record per (question, system) run, in question order:
     ``{id, system, config_hash, answer, row, verdict}`` (``verdict`` None when the question
-    has no gold answer or the system failed)."""
+    has no gold answer or the system failed). ``cached_only``: answer and judge nothing, take
+    what the caches hold (a report of a run still going, or stopped)."""
     from benchmarks import judge as J
     from retrieval.evaluation import score_row
 
@@ -111,7 +113,7 @@ def run_quality(pipe, questions, systems: list[str], cache_dir: Path, *, judge_e
             if limits.get(s) is None or i < limits[s]]
     keys = {(q.id, s): f"{q.id}|{s}|{hashes[s]}" for _, q, s in plan}
     bar = None
-    if progress:
+    if progress and not cached_only:
         from tqdm import tqdm
 
         todo = sum(keys[(q.id, s)] not in answers for _, q, s in plan)
@@ -122,6 +124,8 @@ def run_quality(pipe, questions, systems: list[str], cache_dir: Path, *, judge_e
         for _, _, s in (p for p in plan if p[0] == i):
             key = keys[(q.id, s)]
             rec = answers.get(key)
+            if rec is None and cached_only:
+                continue
             if rec is None:
                 if bar is not None:
                     bar.set_postfix_str(f"{s} {q.id}"[:40])
@@ -140,7 +144,7 @@ def run_quality(pipe, questions, systems: list[str], cache_dir: Path, *, judge_e
         run = J.judge_cached(judge_engine, [{"question": q.question, "gold_answer": q.gold_answer,
                                              "model_answer": r["answer"]["answer"]} for r in judged],
                              [f"{jhash}|{r['key']}" for r in judged], verdicts,
-                             chunk=max(1, len(judged)), progress=False)
+                             chunk=max(1, len(judged)), progress=False, cached_only=cached_only)
         verdict_of = {r["key"]: res for r, res in zip(judged, run.results)}
         for r in mine:
             res = verdict_of.get(r["key"])
@@ -339,6 +343,13 @@ def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> s
         f"{meta.get('by_rule', 0)} of the verdicts). Each answer's cost is from its own Answer "
         f"record; energy source: {meta['energy_source']}. Latency is wall time on this machine "
         "in one process — compare systems within this run only.", ""]
+    short = {s: (v["answered"] + v["errors"], meta["planned"][s]) for s, v in S.items()
+             if v["answered"] + v["errors"] < meta["planned"][s]}
+    if short:
+        lines += ["**Partial run**: answered so far " + ", ".join(
+            f"{s} {n} of {m}" for s, (n, m) in short.items()) + " questions. The same command "
+            "without `--cached-only` resumes it from the cache; paired differences use the "
+            "questions both systems answered.", ""]
     if meta.get("calibration"):
         c = meta["calibration"]
         lines += [f"**How far to trust the judge**: on {c['n']} human-labelled FinanceBench "
@@ -414,8 +425,11 @@ def _calibration(profile: str, judge_model: str) -> dict | None:
 
     data = json.loads(path.read_text())
     res = (data.get("results") or {}).get(profile)
-    if not res or data["judges"][profile]["model_id"] != judge_model:
-        return None
+    judge = data["judges"][profile]
+    from benchmarks.judge_rules import RULES_VERSION
+
+    if not res or judge["model_id"] != judge_model or judge.get("rules") != RULES_VERSION:
+        return None  # calibrated another judge
     return {"n": res["n"], "accuracy": res["accuracy"], "kappa": res["kappa"] or 0.0,
             "band": kappa_band(res["kappa"]),
             "report": str(path.parent.relative_to(R.REPO) / "report.md")}
@@ -447,6 +461,8 @@ def add_parser(sub) -> None:
                    help="run a slow system on the first N questions only, e.g. sfr=20")
     p.add_argument("--reference", default="hdrr", help="the system the others are compared "
                    "with, question by question (default hdrr)")
+    p.add_argument("--cached-only", action="store_true", help="answer and judge nothing: "
+                   "draw the report from what the caches hold")
     p.add_argument("--judge-profile", default=None, help="profile whose judge scores the "
                    "answers (default: --profile)")
     p.add_argument("--name", default=None, help="results folder name (default quality_<profile>)")
@@ -476,7 +492,8 @@ def main(args) -> int:
             judge_engine = J.load_judge(judge_profile)
         out = R.results_dir(args.name or f"quality_{pipe.profile.name}", args.out)
         records = run_quality(pipe, questions, systems, out / "cache", judge_engine=judge_engine,
-                              limits=limits, progress=not args.quiet)
+                              limits=limits, progress=not args.quiet,
+                              cached_only=args.cached_only)
         from benchmarks.judge_rules import RULES_VERSION
 
         jconf = {**J.judge_config(judge_engine), "rules": RULES_VERSION}
@@ -484,6 +501,8 @@ def main(args) -> int:
                 "index": str(pipe.index.folder),
                 "questions_file": str(args.questions), "questions": len(questions),
                 "limits": limits, "reference": args.reference, "judge": jconf,
+                "planned": {s: min(limits.get(s, len(questions)), len(questions))
+                            for s in systems},
                 "judge_profile": judge_profile, "energy_source": pipe.meter.source,
                 "calibration": _calibration(judge_profile, jconf["model_id"])}
         meta["config_hash"] = R.config_hash({"systems": {s: system_config(pipe, s)

@@ -273,6 +273,12 @@ def test_bench_end_to_end_tiny(tmp_path, demo_index, demo_corpus):
                 "--out", qout, "--quiet") == 0
     assert len(R.JsonlCache(answers).records) == 2
     assert json.loads((qout / "results.json").read_text())["systems"]["hdrr"]["judged"] == 1
+    # a report of what the caches hold, for a run still going: nothing new is answered
+    assert _cli("bench", "quality", *common, "--systems", "cbr,hdrr", "--limit", "2",
+                "--cached-only", "--out", qout, "--quiet") == 0
+    assert len(R.JsonlCache(answers).records) == 2
+    assert "**Partial run**: answered so far cbr 1 of 2, hdrr 1 of 2" in \
+        (qout / "report.md").read_text()
 
     assert _cli("bench", "perf", "--in-process", *common, "--concurrency", "1,2",
                 "--requests", "2", "--warmup", "0", "--out", pout, "--quiet") == 0
