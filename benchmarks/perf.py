@@ -137,7 +137,7 @@ def stage_plot(levels: list[dict], out: Path, title: str) -> str:
 
     plt = R.pyplot()
     stages = list(dict.fromkeys(s for lv in levels for s in lv.get("stage_ms") or {}))
-    fig, ax = plt.subplots(figsize=(7.5, 0.5 * len(levels) + 2.2))
+    fig, ax = plt.subplots(figsize=(8.5, 0.5 * len(levels) + 2.2))
     y = np.arange(len(levels))[::-1]
     left = np.zeros(len(levels))
     for i, s in enumerate(stages):
@@ -148,8 +148,7 @@ def stage_plot(levels: list[dict], out: Path, title: str) -> str:
     ax.set_yticks(y, [f"C={lv['concurrency']}" for lv in levels])
     ax.set_xlabel("mean seconds per answer, by stage")
     ax.set_title(f"where an answer's time goes — {title}")
-    ax.legend(fontsize=7, ncol=min(4, len(stages)), loc="lower center",
-              bbox_to_anchor=(0.5, -0.5 - 0.05 * len(levels)))
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return R.savefig(fig, out, "stages.png")
 
 
