@@ -70,7 +70,7 @@ def configurations(quality: dict, perfs: list[dict], *, quality_key: str,
         cost = v["tokens_per_query"] if cost_key == "tokens" else v.get("joules_per_query")
         rows.append({"name": system, "source": "quality run (one answer at a time)",
                      "system": system, "quality": q_of(system), "cost": cost,
-                     "latency": v["latency_s"]["p50"]})
+                     "latency": v["latency_s"]["p50"], "judged": v.get("judged")})
     for perf in perfs:
         m = perf["meta"]
         for lv in perf["levels"]:
@@ -81,7 +81,8 @@ def configurations(quality: dict, perfs: list[dict], *, quality_key: str,
                          "source": f"perf ({m['mode']})", "system": m["system"],
                          "quality": q_of(m["system"]), "cost": cost,
                          "latency": None if p50 is None else p50 / 1000,
-                         "answers_per_s": lv["answers_per_s"]})
+                         "answers_per_s": lv["answers_per_s"],
+                         "judged": (systems.get(m["system"]) or {}).get("judged")})
     return rows
 
 
@@ -116,6 +117,8 @@ def add_parser(sub) -> None:
     p.add_argument("--quality", choices=("average", "correctness"), default="average",
                    help="quality figure: the judge's average score or P(s>=8)")
     p.add_argument("--cost", choices=("tokens", "joules"), default="tokens")
+    p.add_argument("--min-questions", type=int, default=10, help="leave out configurations "
+                   "whose quality was judged on fewer questions (default 10)")
     p.add_argument("--sla", action="append", default=[], metavar="NAME:KEY=V,…",
                    help="an SLA of your own (latency_max s, cost_max, quality_min, w_latency, "
                    "w_cost, w_quality, cap); repeatable; replaces the built-in ones")
@@ -136,11 +139,13 @@ def main(args) -> int:
     perfs = [_load(Path(f)) for f in args.perf_results.split(",") if f.strip()]
     slas = dict(parse_sla(s) for s in args.sla) if args.sla else SLAS
     rows = configurations(quality, perfs, quality_key=args.quality, cost_key=args.cost)
-    front = stats.pareto_front(rows, maximize=("quality",), minimize=("cost", "latency"))
     missing = [r["name"] for r in rows if None in (r["quality"], r["cost"], r["latency"])]
+    few = [r["name"] for r in rows if r["name"] not in missing
+           and (r.get("judged") or 0) < args.min_questions]
+    usable = [r for r in rows if r["name"] not in missing and r["name"] not in few]
+    front = stats.pareto_front(usable, maximize=("quality",), minimize=("cost", "latency"))
     choices = {}
     for name, sla in slas.items():
-        usable = [r for r in rows if r["name"] not in missing]
         res = stats.facet_choice(usable, sla)
         choices[name] = {"sla": sla, "best": res["best"]["name"] if res["best"] else None,
                          "scores": {e["row"]["name"]: {"score": e["score"],
@@ -157,7 +162,8 @@ def main(args) -> int:
                            "slas": slas, "quality_key": args.quality, "cost": args.cost})
     R.write_json(out / "results.json", {"command": R.command_line(args), "config_hash": chash,
                                         "rows": rows, "front": [r["name"] for r in front],
-                                        "excluded": missing, "choices": choices})
+                                        "excluded": missing, "too_few_questions": few,
+                                        "choices": choices})
     png = plot(rows, front, out, cost_label, quality_label)
     lines = R.header(f"Pareto front and FACET choice — profile `{profile}`", R.command_line(args),
                      chash)
@@ -168,16 +174,19 @@ def main(args) -> int:
               "level takes its system's quality from the quality run.", ""]
     if missing:
         lines += [f"Left out (a figure was not measured): {', '.join(missing)}.", ""]
-    lines += ["| configuration | quality | cost | p50 latency s | non-dominated | "
+    if few:
+        lines += [f"Left out of the front and the choice (quality judged on fewer than "
+                  f"{args.min_questions} questions): {', '.join(few)}.", ""]
+    lines += ["| configuration | judged | quality | cost | p50 latency s | non-dominated | "
               + " | ".join(f"FACET {n}" for n in slas) + " |",
-              "|---|---:|---:|---:|---|" + "---:|" * len(slas)]
+              "|---|---:|---:|---:|---:|---|" + "---:|" * len(slas)]
     for r in rows:
         facet = []
         for n in slas:
             sc = choices[n]["scores"].get(r["name"])
             facet.append("–" if sc is None else f"{sc['score']:.2f}"
                          + ("" if sc["meets_sla"] else " ✗"))
-        lines.append(f"| {r['name']} | {R.num(r['quality'], '{:.3f}')} | "
+        lines.append(f"| {r['name']} | {r.get('judged') or '–'} | {R.num(r['quality'], '{:.3f}')} | "
                      f"{R.num(r['cost'], '{:,.0f}')} | {R.num(r['latency'], '{:.1f}')} | "
                      f"{'yes' if r in front else ''} | " + " | ".join(facet) + " |")
     lines += ["", "✗: misses at least one bound of that SLA (not eligible).", "",

@@ -294,7 +294,11 @@ def test_bench_end_to_end_tiny(tmp_path, demo_index, demo_corpus):
     assert (pout / "stages.png").is_file() and (pout / "throughput.png").is_file()
 
     assert _cli("bench", "pareto", "--quality-results", qout, "--perf-results", pout,
-                "--out", xout) == 0
+                "--out", xout) == 0  # one judged question: below the default minimum
+    pareto = json.loads((xout / "results.json").read_text())
+    assert not pareto["front"] and len(pareto["too_few_questions"]) == 4
+    assert _cli("bench", "pareto", "--quality-results", qout, "--perf-results", pout,
+                "--min-questions", "1", "--out", xout) == 0
     pareto = json.loads((xout / "results.json").read_text())
     assert pareto["front"] and set(pareto["choices"]) == set(P.SLAS)
     assert len(pareto["rows"]) == 4 and (xout / "pareto.png").is_file()
