@@ -311,7 +311,11 @@ def test_judge_calibration_tiny(tmp_path):
     args = ["bench", "judge-calibration", "--profiles", "tiny", "--labelled", labelled,
             "--configurations", "gpt-4_oracle,gpt-4_closedBook", "--limit", "1", "--out", out,
             "--quiet"]
-    assert _cli(*args) == 0
+    assert _cli(*args, "--llm-only") == 0  # the LLM judges both answers; verdicts cached
+    assert "The rules are off" in (out / "report.md").read_text()
+    before = (out / "verdicts.jsonl").read_text()
+    assert len(before.splitlines()) == 2
+    assert _cli(*args) == 0  # rules first, the LLM's verdicts from the cache
     res = json.loads((out / "results.json").read_text())
     tiny = res["results"]["tiny"]
     assert tiny["n"] == 2 and set(tiny["per_configuration"]) == {"gpt-4_oracle",
@@ -320,6 +324,5 @@ def test_judge_calibration_tiny(tmp_path):
     report = (out / "report.md").read_text()
     assert "Cohen's kappa" in report and "Confusion" in report
     assert (out / "agreement.png").is_file() and (out / "scores_by_label.png").is_file()
-    before = (out / "verdicts.jsonl").read_text()
-    assert _cli(*args) == 0  # every verdict from the cache
-    assert (out / "verdicts.jsonl").read_text() == before
+    assert "The LLM alone, without the rules, on the same 2 answers" in report
+    assert (out / "verdicts.jsonl").read_text() == before  # no new LLM verdict
