@@ -436,10 +436,6 @@ def calibrate(engine, rows: Sequence[Mapping[str, Any]], *, run: JudgeRun | None
             "score_rates": stats.score_rates(scores), "judge": run.summary()}
 
 
-def results_json(run: JudgeRun) -> list[dict[str, Any]]:
-    """Per-row results as plain dicts (for the raw JSON of a report)."""
-    return [result_record(r) for r in run.results]
-
 
 # --- cached judging --------------------------------------------------------------------------
 
