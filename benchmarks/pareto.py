@@ -71,13 +71,16 @@ def configurations(quality: dict, perfs: list[dict], *, quality_key: str,
         rows.append({"name": system, "source": "quality run (one answer at a time)",
                      "system": system, "quality": q_of(system), "cost": cost,
                      "latency": v["latency_s"]["p50"], "judged": v.get("judged")})
+    modes = [p["meta"]["mode"] for p in perfs]
     for perf in perfs:
         m = perf["meta"]
+        # two runs of one mode (e.g. before and after a config change) keep their folder names
+        run = f" ({perf['folder']})" if modes.count(m["mode"]) > 1 and perf.get("folder") else ""
         for lv in perf["levels"]:
             tokens = (lv["prompt_tokens"] or 0) + (lv["completion_tokens"] or 0)
             cost = tokens if cost_key == "tokens" else lv["energy"]["joules_per_answer"]
             p50 = lv["latency_ms"]["p50"]
-            rows.append({"name": f"{m['system']} {m['mode']} C={lv['concurrency']}",
+            rows.append({"name": f"{m['system']} {m['mode']} C={lv['concurrency']}{run}",
                          "source": f"perf ({m['mode']})", "system": m["system"],
                          "quality": q_of(m["system"]), "cost": cost,
                          "latency": None if p50 is None else p50 / 1000,
@@ -136,7 +139,8 @@ def _load(folder: Path) -> dict:
 
 def main(args) -> int:
     quality = _load(args.quality_results)
-    perfs = [_load(Path(f)) for f in args.perf_results.split(",") if f.strip()]
+    perfs = [_load(Path(f)) | {"folder": Path(f).name}
+             for f in args.perf_results.split(",") if f.strip()]
     slas = dict(parse_sla(s) for s in args.sla) if args.sla else SLAS
     rows = configurations(quality, perfs, quality_key=args.quality, cost_key=args.cost)
     missing = [r["name"] for r in rows if None in (r["quality"], r["cost"], r["latency"])]

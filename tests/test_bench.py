@@ -209,6 +209,10 @@ def test_pareto_configurations_and_sla_parsing():
     rows = P.configurations(quality, [perf], quality_key="average", cost_key="tokens")
     assert [r["name"] for r in rows] == ["cbr", "hdrr", "sfr", "hdrr in-process C=2"]
     assert rows[3]["quality"] == 7.0 and rows[3]["cost"] == 1000 and rows[3]["latency"] == 20.0
+    before, after = perf | {"folder": "perf_before"}, perf | {"folder": "perf_after"}
+    two = P.configurations(quality, [before, after], quality_key="average", cost_key="tokens")
+    assert [r["name"] for r in two[3:]] == ["hdrr in-process C=2 (perf_before)",
+                                            "hdrr in-process C=2 (perf_after)"]
     from benchmarks import stats
 
     front = stats.pareto_front(rows, maximize=("quality",), minimize=("cost", "latency"))
