@@ -62,18 +62,15 @@ def configurations(quality: dict, perfs: list[dict], *, quality_key: str,
     rows = []
     systems = quality["systems"]
 
-    def q_of(system: str) -> float | None:
-        v = systems.get(system) or {}
-        return v.get(quality_key)
-
     for system, v in systems.items():
         cost = v["tokens_per_query"] if cost_key == "tokens" else v.get("joules_per_query")
         rows.append({"name": system, "source": "quality run (one answer at a time)",
-                     "system": system, "quality": q_of(system), "cost": cost,
+                     "system": system, "quality": v.get(quality_key), "cost": cost,
                      "latency": v["latency_s"]["p50"], "judged": v.get("judged")})
     modes = [p["meta"]["mode"] for p in perfs]
     for perf in perfs:
         m = perf["meta"]
+        judged = systems.get(m["system"]) or {}  # a perf level takes its system's quality
         # two runs of one mode (e.g. before and after a config change) keep their folder names
         run = f" ({perf['folder']})" if modes.count(m["mode"]) > 1 and perf.get("folder") else ""
         for lv in perf["levels"]:
@@ -82,10 +79,10 @@ def configurations(quality: dict, perfs: list[dict], *, quality_key: str,
             p50 = lv["latency_ms"]["p50"]
             rows.append({"name": f"{m['system']} {m['mode']} C={lv['concurrency']}{run}",
                          "source": f"perf ({m['mode']})", "system": m["system"],
-                         "quality": q_of(m["system"]), "cost": cost,
+                         "quality": judged.get(quality_key), "cost": cost,
                          "latency": None if p50 is None else p50 / 1000,
                          "answers_per_s": lv["answers_per_s"],
-                         "judged": (systems.get(m["system"]) or {}).get("judged")})
+                         "judged": judged.get("judged")})
     return rows
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import importlib
 import math
+import os
 import shlex
 from pathlib import Path
 
@@ -197,6 +198,27 @@ def test_deployment_names_and_options_are_known(where):
             RayActorOptionsSchema.model_validate(options["ray_actor_options"])
         if "autoscaling_config" in options:
             AutoscalingConfig(**options["autoscaling_config"])
+
+
+def test_deployments_that_reserve_no_cpu_share_the_cores():
+    cfg = load_serve_file(CPU).app_config()
+    threads = str(os.cpu_count() or 1)
+    for name in DEPLOYMENTS:  # Ray alone would give each of them OMP_NUM_THREADS=1
+        env = cfg.options(name)["ray_actor_options"]["runtime_env"]["env_vars"]
+        assert env == {"OMP_NUM_THREADS": threads}, name
+    cfg = AppConfig.model_validate({"shared_cpu_threads": 3, "deployments": {
+        "Generator": {"ray_actor_options": {"num_cpus": 0, "runtime_env": {
+            "env_vars": {"OMP_NUM_THREADS": "5", "X": "1"}}}},
+        "Embedder": {"ray_actor_options": {"num_cpus": 2}},
+        "Retriever": {"ray_actor_options": {"num_cpus": 0.5}}}})
+    assert cfg.options("Generator")["ray_actor_options"]["runtime_env"]["env_vars"] == {
+        "OMP_NUM_THREADS": "5", "X": "1"}  # the deployment's own setting wins
+    assert cfg.options("Router")["ray_actor_options"]["runtime_env"]["env_vars"] == {
+        "OMP_NUM_THREADS": "3"}
+    assert "runtime_env" not in cfg.options("Embedder")["ray_actor_options"]  # Ray's own: 2
+    assert cfg.options("Retriever")["ray_actor_options"]["runtime_env"]["env_vars"] == {
+        "OMP_NUM_THREADS": "3"}  # half a CPU: Ray would still give one thread
+    assert cfg.deployments["Retriever"].ray_actor_options == {"num_cpus": 0.5}  # not mutated
 
 
 def test_gpu_yaml_sets_every_deployment():
