@@ -191,7 +191,7 @@ def report(result: dict[str, Any], files: list[str]) -> str:
 
 def add_parser(sub) -> None:
     from benchmarks import engine_only
-    from serving.cli import pipeline_args
+    from retrieval.options import add_pipeline_options
 
     p = sub.add_parser("perf", help="latency per stage, throughput against concurrency, tokens, "
                        "CPU seconds and joules per answer", description=__doc__.split("\n\n")[0])
@@ -202,7 +202,7 @@ def add_parser(sub) -> None:
                        "for this run (deploy/cpu.yaml or --serve-config) and stop it after")
     where.add_argument("--engine-only", metavar="MODEL", help="the vLLM engine alone on MODEL "
                        "(a folder with config.json and tokenizer) with dummy weights")
-    pipeline_args(p)
+    add_pipeline_options(p)
     p.add_argument("--serve-config", type=Path, default=None, help="Serve config for --start")
     p.add_argument("--questions", type=Path, default=R.SHARED / "questions.dev.jsonl")
     p.add_argument("--system", default="hdrr")
@@ -253,7 +253,7 @@ def main(args) -> int:
                               "questions": str(args.questions)}
     if args.in_process:
         from benchmarks.quality import system_config
-        from serving.cli import load_pipeline
+        from retrieval.options import load_pipeline
 
         pipe = load_pipeline(args)
         profile = pipe.profile.name

@@ -446,11 +446,11 @@ def _limits(text: str) -> dict[str, int]:
 
 
 def add_parser(sub) -> None:
-    from serving.cli import pipeline_args
+    from retrieval.options import add_pipeline_options
 
     p = sub.add_parser("quality", help="answer quality (local judge), retrieval and cost of "
                        "every system on the same questions", description=__doc__.split("\n\n")[0])
-    pipeline_args(p)
+    add_pipeline_options(p)
     p.add_argument("--questions", type=Path, default=R.SHARED / "questions.dev.jsonl",
                    help="JSONL with question, answer, doc_name, evidence (default: the shared "
                    "FinanceBench dev questions)")
@@ -476,7 +476,7 @@ def main(args) -> int:
 
     from benchmarks import judge as J
     from retrieval.evaluation import load_questions
-    from serving.cli import load_pipeline
+    from retrieval.options import load_pipeline
 
     limits = _limits(args.system_limit)
     questions = load_questions(args.questions, args.limit)

@@ -9,21 +9,11 @@ import sys
 import textwrap
 from pathlib import Path
 
+from retrieval.options import (add_index_option, add_pipeline_options, add_profile_options,
+                               index_dir, load_pipeline, pipeline_kwargs)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from installed packages only
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-
-
-def _index_arg(p: argparse.ArgumentParser) -> None:
-    from retrieval.index import default_index_dir
-
-    p.add_argument("--index", type=Path, default=None, metavar="DIR",
-                   help=f"index folder (default: $FINRAG_INDEX or {default_index_dir()})")
-
-
-def _index_dir(args) -> Path:
-    from retrieval.index import default_index_dir
-
-    return args.index or default_index_dir()
 
 
 def _snippet(text: str, width: int = 160) -> str:
@@ -52,7 +42,7 @@ def cmd_ingest(args) -> int:
         contextualizer = Contextualizer(lambda: load_llm(profile, "generator"),
                                         model_id=profile.role("generator").model,
                                         batch_size=args.context_batch_size)
-    ingestor = Ingestor(_index_dir(args), embedder, chunk_size=args.chunk_size,
+    ingestor = Ingestor(index_dir(args), embedder, chunk_size=args.chunk_size,
                         chunk_overlap=args.chunk_overlap, metadata=args.metadata,
                         companies=companies, tables=not args.no_tables,
                         variant=args.variant, contextualizer=contextualizer)
@@ -64,7 +54,7 @@ def cmd_ingest(args) -> int:
         variant = ingestor.index.settings.variant
     finally:
         ingestor.close()
-    summary = report.summary() | {"index": str(_index_dir(args)), "variant": variant,
+    summary = report.summary() | {"index": str(index_dir(args)), "variant": variant,
                                   "index_totals": counts,
                                   "index_bytes": size,
                                   "errors": [m for _, m in report.failed]}
@@ -91,7 +81,7 @@ def cmd_search(args) -> int:
     if not query:
         print("error: empty query", file=sys.stderr)
         return 2
-    with Index.open(_index_dir(args)) as index:
+    with Index.open(index_dir(args)) as index:
         vector = None
         if args.mode != "fts":
             embedder = load_embedder(index.settings.embedder, kind=index.settings.embedder_kind)
@@ -127,7 +117,7 @@ def cmd_search(args) -> int:
 def cmd_documents(args) -> int:
     from retrieval.index import Index
 
-    with Index.open(_index_dir(args)) as index:
+    with Index.open(index_dir(args)) as index:
         docs = [d.to_dict() for d in index.documents()]
     if args.json:
         print(json.dumps(docs, indent=2))
@@ -214,7 +204,7 @@ def cmd_route(args) -> int:
 
         profile = load_config(args.config).active(args.profile)
         llm = lambda: load_llm(profile, "router")  # noqa: E731
-    with Index.open(_index_dir(args)) as index:
+    with Index.open(index_dir(args)) as index:
         def embedder():
             from models.embedders import load_embedder
 
@@ -254,40 +244,6 @@ def cmd_route(args) -> int:
     ) if v) if x else "extracted:  -")
     print(f"latency:    {routing.latency_ms:.0f} ms")
     return 0
-
-
-def _profile_args(p: argparse.ArgumentParser, what: str = "model profile") -> None:
-    p.add_argument("--profile", default=None, help=f"{what}: tiny, cpu (default), cpu-large, gpu")
-    p.add_argument("--config", type=Path, default=None, metavar="FILE",
-                   help="a YAML that extends models/profiles.yaml ($FINRAG_CONFIG)")
-
-
-def pipeline_args(p: argparse.ArgumentParser) -> None:
-    _index_arg(p)
-    _profile_args(p)
-    p.add_argument("--meta-index", type=Path, default=None, metavar="DIR",
-                   help="the V-A (--variant meta) index for cbr_meta (default: <index>-meta)")
-    p.add_argument("--llmctx-index", type=Path, default=None, metavar="DIR",
-                   help="the V-B (--variant llmctx) index for cbr_llmctx (default: <index>-llmctx)")
-    p.add_argument("--large-rerank", action=argparse.BooleanOptionalAction, default=None,
-                   help="run the cascade's large LLM reranker (default: the profile's setting)")
-
-
-def _pipeline_kwargs(args) -> dict:
-    """``Pipeline.load`` keyword arguments from the pipeline options (index aside)."""
-    from retrieval.pipelines import variant_dir
-
-    index = _index_dir(args)
-    variants = {"meta": args.meta_index or variant_dir(index, "meta"),
-                "llmctx": args.llmctx_index or variant_dir(index, "llmctx")}
-    return dict(profile=args.profile, config=args.config, variant_dirs=variants,
-                large_rerank=args.large_rerank)
-
-
-def load_pipeline(args):
-    from retrieval.pipelines import Pipeline
-
-    return Pipeline.load(_index_dir(args), **_pipeline_kwargs(args))
 
 
 def print_answer(a: dict) -> None:
@@ -356,12 +312,12 @@ def cmd_eval(args) -> int:
     finally:
         pipe.close()
     summary = {"questions": str(args.questions), "profile": pipe.profile.name,
-               "large_rerank": pipe.settings.large_rerank, "index": str(_index_dir(args)),
+               "large_rerank": pipe.settings.large_rerank, "index": str(index_dir(args)),
                "systems": result["systems"]}
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        print(f"{len(questions)} questions, profile {pipe.profile.name}, index {_index_dir(args)}")
+        print(f"{len(questions)} questions, profile {pipe.profile.name}, index {index_dir(args)}")
         print(format_table(result["systems"]))
     return 0
 
@@ -395,10 +351,10 @@ def cmd_serve(args) -> int:
 def cmd_batch(args) -> int:
     from serving.batch import run_batch
 
-    summary = run_batch(args.questions, args.out, index=_index_dir(args), system=args.system,
+    summary = run_batch(args.questions, args.out, index=index_dir(args), system=args.system,
                         generate=not args.no_generate, sequential=args.sequential,
                         workers=args.workers, batch_size=args.batch_size, limit=args.limit,
-                        progress=not args.quiet, pipeline_kwargs=_pipeline_kwargs(args))
+                        progress=not args.quiet, pipeline_kwargs=pipeline_kwargs(args))
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -447,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="llmctx: chunks per LLM batch; each batch is persisted (8)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    _index_arg(p)
+    add_index_option(p)
     p.set_defaults(func=cmd_ingest)
 
     p = sub.add_parser("search", help="hybrid search, optionally inside chosen documents",
@@ -458,12 +414,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-k", type=int, default=5, help="number of results (5)")
     p.add_argument("--mode", choices=("hybrid", "fts", "dense"), default="hybrid")
     p.add_argument("--json", action="store_true", help="print results as JSON")
-    _index_arg(p)
+    add_index_option(p)
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("documents", help="list the documents in an index")
     p.add_argument("--json", action="store_true")
-    _index_arg(p)
+    add_index_option(p)
     p.set_defaults(func=cmd_documents)
 
     p = sub.add_parser("models", help="prepare and list each role's model weights",
@@ -472,7 +428,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "role's model, source, size and verification state. Nothing "
                                    "is downloaded: a missing package is an error naming it.")
     p.add_argument("action", choices=("prepare", "list"))
-    _profile_args(p)
+    add_profile_options(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_models)
 
@@ -502,10 +458,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-llm", action="store_true", help="resolver only, never call the router LLM")
     p.add_argument("--no-content", action="store_true",
                    help="pick between candidate filings by type and recency, not by content")
-    _profile_args(p, "model profile of the router LLM")
+    add_profile_options(p, "model profile of the router LLM")
     p.add_argument("--companies", type=Path, action="append", metavar="FILE",
                    help="extra company table YAML (names, tickers, aliases); repeatable")
-    _index_arg(p)
+    add_index_option(p)
     p.set_defaults(func=cmd_route)
 
     p = sub.add_parser("ask", help="answer a question over the indexed filings",
@@ -518,7 +474,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-generate", action="store_true",
                    help="stop after retrieval and context assembly (no generator call)")
     p.add_argument("--json", action="store_true", help="print the Answer record as JSON")
-    pipeline_args(p)
+    add_pipeline_options(p)
     p.set_defaults(func=cmd_ask)
 
     p = sub.add_parser("eval", help="evaluate the systems' retrieval on labelled questions",
@@ -535,7 +491,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="per-question results JSONL; an interrupted run resumes from it")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    pipeline_args(p)
+    add_pipeline_options(p)
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("serve", help="run the HTTP service (Ray Serve) on this machine",
@@ -549,7 +505,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", default=None, help="model profile (the config's)")
     p.add_argument("--host", default=None, help="address to listen on (the config's: 127.0.0.1)")
     p.add_argument("--port", type=int, default=None, help="port (the config's: 8000)")
-    _index_arg(p)
+    add_index_option(p)
     p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("batch", help="answer a JSONL of questions offline (Ray Data)",
@@ -573,13 +529,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-generate", action="store_true", help="retrieval and context only")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    pipeline_args(p)
+    add_pipeline_options(p)
     p.set_defaults(func=cmd_batch)
 
-    from benchmarks.cli import add_parser as add_bench_parser
-
-    add_bench_parser(sub)
+    add_plugin_commands(sub)
     return parser
+
+
+def add_plugin_commands(sub) -> None:
+    """Add the commands other packages register under the ``finrag.commands`` entry points."""
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group="finrag.commands"):
+        try:
+            ep.load()(sub)
+        except Exception as e:  # one broken command must not take the others down
+            print(f"warning: command '{ep.name}' ({ep.value}) is unavailable: "
+                  f"{type(e).__name__}: {e}", file=sys.stderr)
 
 
 def _interrupt(signum, frame):

@@ -26,6 +26,65 @@ def test_help_reads_well():
         assert res.returncode == 0 and f"usage: finrag bench {sub}" in res.stdout
 
 
+def test_bench_is_registered_through_its_entry_point():
+    from importlib.metadata import entry_points
+
+    eps = {ep.name: ep.value for ep in entry_points(group="finrag.commands")}
+    assert eps.get("bench") == "benchmarks.cli:add_parser"
+    res = finrag("bench", "--help")
+    assert res.returncode == 0, res.stderr
+    assert "usage: finrag bench" in res.stdout and "warning" not in res.stderr
+    for sub in ("quality", "judge-calibration", "perf", "pareto"):
+        assert sub in res.stdout
+
+
+def test_a_broken_command_entry_point_leaves_the_rest_of_the_cli(monkeypatch, capsys):
+    import importlib.metadata
+
+    from serving.cli import build_parser
+
+    broken = importlib.metadata.EntryPoint(name="broken", value="no_such_module:add_parser",
+                                           group="finrag.commands")
+    monkeypatch.setattr(importlib.metadata, "entry_points", lambda group: [broken])
+    args = build_parser().parse_args(["documents", "--json"])
+    assert args.command == "documents"
+    err = capsys.readouterr().err
+    assert err.count("warning:") == 1
+    assert "'broken'" in err and "no_such_module" in err
+
+
+def _python(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
+                          env=dict(os.environ, HF_HUB_OFFLINE="1"), timeout=120)
+
+
+def test_serving_cli_and_benchmarks_do_not_import_each_other():
+    res = _python("import sys, serving.cli\n"
+                  "bad = [m for m in sys.modules if m.split('.')[0] == 'benchmarks']\n"
+                  "assert not bad, bad")
+    assert res.returncode == 0, res.stderr
+    res = _python("import argparse, sys, benchmarks.quality, benchmarks.perf, benchmarks.cli\n"
+                  "benchmarks.cli.add_parser(argparse.ArgumentParser().add_subparsers())\n"
+                  "assert 'serving.cli' not in sys.modules")
+    assert res.returncode == 0, res.stderr
+
+
+def test_no_static_import_between_serving_and_benchmarks():
+    """Lazy imports inside functions count too: the packages meet only through entry points."""
+    import ast
+
+    def imports(folder: str):
+        for path in sorted((REPO / folder).glob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.Import):
+                    yield from ((path.name, a.name) for a in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.module:
+                    yield from ((path.name, f"{node.module}.{a.name}") for a in node.names)
+
+    assert [(f, m) for f, m in imports("serving") if m.split(".")[0] == "benchmarks"] == []
+    assert [(f, m) for f, m in imports("benchmarks") if m.startswith("serving.cli")] == []
+
+
 def test_search_cli_scoped_json(demo_index, demo_corpus):
     docs = [p.stem for p in demo_corpus.pdf_paths]
     res = finrag("search", "total revenue", "--index", demo_index, "--doc", docs[0], "-k", "4",
