@@ -21,7 +21,7 @@ def _line(ch: str = "─", n: int = 78) -> str:
 def run_demo(workdir: Path, *, serve: bool = True, profile: str = "cpu",
              port: int | None = None) -> int:
     from models.embedders import load_embedder
-    from retrieval.demo_corpus import generate_demo_corpus
+    from retrieval.demo import generate_demo_corpus
     from retrieval.index import Index
     from retrieval.ingest import Ingestor
 

@@ -1,4 +1,4 @@
-"""Tests for the embedded demo corpus (retrieval/demo_corpus.py).
+"""Tests for the embedded demo corpus (the retrieval.demo package).
 
 The corpus is generated once per module into a temporary directory and then read back with
 pymupdf, the way the ingestion pipeline will read it.
@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import subprocess
+import sys
 import time
 from datetime import date
 from functools import lru_cache
@@ -17,7 +19,8 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from retrieval import demo_corpus as dc
+from retrieval.demo import corpus as dc
+from retrieval.demo.companies import COMPANY_BY_KEY, Company
 from retrieval.documents import DOC_TYPES, DocumentMeta
 
 FILE_NAME = re.compile(r"^(?P<key>[A-Z]+)_(?P<year>\d{4})(?:Q(?P<q>[1-4]))?_(?P<form>10K|10Q)\.pdf$")
@@ -252,7 +255,7 @@ def _item_headings(path: Path) -> list[str]:
                 if re.match(r"Item \d+[A-C]?\. \S", line)]
 
 
-def _shingles(path: Path, company: dc.Company, n: int = 8) -> set[tuple[str, ...]]:
+def _shingles(path: Path, company: Company, n: int = 8) -> set[tuple[str, ...]]:
     text = _doc_text(path)
     specific = [company.name, company.short, company.ticker, company.domain, company.hq, company.hq_city,
                 company.ceo, company.cfo, company.auditor, company.state, *company.products]
@@ -263,7 +266,7 @@ def _shingles(path: Path, company: dc.Company, n: int = 8) -> set[tuple[str, ...
 
 
 def test_same_industry_filings_look_alike_but_differ_in_figures(corpus, facts):
-    lumen, bright = dc.COMPANY_BY_KEY["LUMENFIELD"], dc.COMPANY_BY_KEY["BRIGHTQUARRY"]
+    lumen, bright = COMPANY_BY_KEY["LUMENFIELD"], COMPANY_BY_KEY["BRIGHTQUARRY"]
     assert lumen.industry == bright.industry
     for year in (2022, 2023, 2024):
         a, b = _pdf(corpus, f"LUMENFIELD_{year}_10K"), _pdf(corpus, f"BRIGHTQUARRY_{year}_10K")
@@ -277,7 +280,7 @@ def test_same_industry_filings_look_alike_but_differ_in_figures(corpus, facts):
                   and f["doc_id"].endswith("_10K")}
         assert values["LUMENFIELD"] != values["BRIGHTQUARRY"]
     # Same-industry filings are closer to each other than to another industry's.
-    quill = _shingles(_pdf(corpus, "QUILLON_2023_10K"), dc.COMPANY_BY_KEY["QUILLON"])
+    quill = _shingles(_pdf(corpus, "QUILLON_2023_10K"), COMPANY_BY_KEY["QUILLON"])
     sa = _shingles(_pdf(corpus, "LUMENFIELD_2023_10K"), lumen)
     sb = _shingles(_pdf(corpus, "BRIGHTQUARRY_2023_10K"), bright)
     assert len(sa & sb) / len(sa) > len(sa & quill) / len(sa) + 0.15
@@ -372,3 +375,10 @@ def test_main_prints_what_it_wrote(tmp_path, capsys):
     assert "LUMENFIELD_2023_10K.pdf" in out and "facts.json" in out
     assert dc.main([str(tmp_path)]) == 0
     assert "already up to date" in capsys.readouterr().out
+
+
+def test_python_m_retrieval_demo(tmp_path):
+    res = subprocess.run([sys.executable, "-m", "retrieval.demo", str(tmp_path / "corpus")],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert "wrote demo corpus" in res.stdout and (tmp_path / "corpus" / dc.MANIFEST_NAME).is_file()

@@ -1,0 +1,5 @@
+import sys
+
+from retrieval.demo.corpus import main
+
+sys.exit(main())
