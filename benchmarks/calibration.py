@@ -1,10 +1,14 @@
-"""``finrag bench judge-calibration``: how far each profile's judge agrees with people.
+"""``finrag bench judge-calibration``: how far the scorer and each profile's judge agree with
+people, on held-out questions.
 
-The judge (``benchmarks.judge``) scores FinanceBench's human-labelled answers; its labels
-(correct / incorrect / refusal) are compared with the people's: accuracy, Cohen's kappa and the
-confusion matrix, overall and per labelled configuration, and the judge's 1..10 scores by human
-label. Verdicts are cached per (row, judge configuration) in the results folder, so a killed run
-resumes and a finished one only redraws the report.
+FinanceBench's human-labelled answers of one split of the dev questions (``--split``, default
+``test``: the half the scorer's rules were *not* written on, ``benchmarks.splits``) are labelled
+by the deterministic scorer (``benchmarks.scorer``) where it decides and by the profile's LLM
+judge (``benchmarks.judge``) where it does not; the labels (correct / incorrect / refusal) are
+compared with the people's: accuracy and Cohen's kappa with bootstrap intervals that resample
+questions, the confusion matrix, per decider and per labelled configuration, and the judge's
+1..10 scores by human label. LLM verdicts are cached per (row, judge configuration) in the
+results folder, so a killed run resumes and a finished one only redraws the report.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from typing import Any
 
 from benchmarks import judge as J
 from benchmarks import report as R
-from benchmarks.judge_rules import RULES_VERSION
+from benchmarks import scorer, stats
+from benchmarks.splits import split_ids
 
 # Landis & Koch's reading of kappa
 KAPPA_BANDS = ((0.0, "poor"), (0.20, "slight"), (0.40, "fair"), (0.60, "moderate"),
@@ -140,91 +145,157 @@ def plots(result: dict[str, Any], records: list[dict], out: Path, title: str) ->
     return files
 
 
+def split_rows(rows: list[dict], split: str, questions: Path) -> list[dict]:
+    """The labelled rows whose question is in ``split`` (``all``: every row)."""
+    if split == "all":
+        return rows
+    import json
+
+    records = [json.loads(line) for line in questions.read_text(encoding="utf-8").splitlines()
+               if line.strip()]
+    wanted = split_ids(records)[split]
+    return [r for r in rows if r["financebench_id"] in wanted]
+
+
+def _with_ci(human: list[str], judged: list[str], clusters: list[str]) -> dict[str, Any]:
+    out = J.agreement(human, judged)
+    out["ci"] = stats.agreement_ci(human, judged, clusters, labels=J.LABELS)
+    out["questions"] = len(set(clusters))
+    return out
+
+
+def _ci_text(ci: dict, pct: bool) -> str:
+    if ci.get("estimate") is None:
+        return "–"
+    fmt = (lambda v: f"{100 * v:.1f}%") if pct else (lambda v: f"{v:.2f}")
+    low = "–" if ci["low"] is None else fmt(ci["low"])
+    high = "–" if ci["high"] is None else fmt(ci["high"])
+    return f"{fmt(ci['estimate'])} [{low}, {high}]"
+
+
+def scorer_section(rows: list[dict]) -> tuple[dict[str, Any], list[str]]:
+    """The scorer alone: coverage, and agreement with CIs on the rows it decides."""
+    verdicts = [scorer.score(r["gold_answer"], r["model_answer"], r["question"]) for r in rows]
+    decided = [(r, v) for r, v in zip(rows, verdicts) if v is not None]
+    res = _with_ci([r["label"] for r, _ in decided], [v.label for _, v in decided],
+                   [r["financebench_id"] for r, _ in decided])
+    by_kind: dict[str, list] = {}
+    for r, v in decided:
+        by_kind.setdefault(v.rule.split(":")[0], []).append((r["label"], v.label))
+    res["coverage"] = len(decided) / len(rows) if rows else None
+    res["by_rule"] = {k: {"n": len(p), "accuracy": stats.accuracy([h for h, _ in p],
+                                                                  [j for _, j in p])}
+                      for k, p in sorted(by_kind.items())}
+    lines = [f"## The deterministic scorer (`benchmarks/scorer.py`, version {scorer.VERSION})",
+             "",
+             f"It decides {len(decided)} of {len(rows)} answers ({R.pct(res['coverage'])}); on "
+             f"those, agreement with people {_ci_text(res['ci']['accuracy'], True)}, Cohen's "
+             f"kappa {_ci_text(res['ci']['kappa'], False)} "
+             f"({kappa_band(res['kappa'])}; 95% bootstrap intervals resampling the "
+             f"{res['questions']} questions). Its rules were written on the `tune` questions' "
+             "labelled answers only.", "",
+             "| rule | answers | agreement |", "|---|---:|---:|"]
+    lines += [f"| {k} | {v['n']} | {R.pct(v['accuracy'])} |" for k, v in res["by_rule"].items()]
+    lines += ["", "Confusion (rows: people, columns: scorer):", "",
+              "| people \\ scorer | " + " | ".join(J.LABELS) + " |", "|---|---:|---:|---:|"]
+    for h in J.LABELS:
+        lines.append(f"| {h} | " + " | ".join(str(res["confusion"].get(h, {}).get(j, 0))
+                                              for j in J.LABELS) + " |")
+    return res, lines + [""]
+
+
 def run(*, profiles: list[str], labelled: Path, configurations: list[str] | None,
         limit: int | None, out: Path, command: str, chunk: int = 8, rules: bool = True,
-        progress: bool = True) -> dict[str, Any]:
+        progress: bool = True, split: str = "test", questions: Path | None = None,
+        llm: bool = True) -> dict[str, Any]:
     from models.profiles import load_config
 
-    rows = select_rows(J.load_labelled(labelled), configurations, limit)
+    rows = split_rows(J.load_labelled(labelled), split,
+                      questions or labelled.parent / "questions.dev.jsonl")
+    rows = select_rows(rows, configurations, limit)
     if not rows:
         raise ValueError("no labelled answers selected")
+    scorer_res, scorer_lines = scorer_section(rows)
     cache = R.JsonlCache(out / "verdicts.jsonl")
     results, records_all, configs = {}, [], {}
-    for name in profiles:
+    for name in (profiles if llm else []):
         prof = load_config().active(name)
         engine = J.load_judge(name)
         jconf = J.judge_config(engine)
-        jhash = R.config_hash(jconf)  # the LLM's verdicts are cached under it; rules are not
-        configs[name] = {**jconf, "rules": RULES_VERSION if rules else None,
+        jhash = R.config_hash(jconf)  # the LLM's verdicts are cached under it; the scorer's not
+        configs[name] = {**jconf, "scorer": scorer.VERSION if rules else None,
                          "role": J.judge_role(prof), "hash": jhash}
         keys = [f"{jhash}:{row_key(r)}" for r in rows]
         run_ = J.judge_cached(engine, rows, keys, cache, chunk=chunk, progress=progress,
                               desc=f"judge ({name})", rules=rules)
         result = J.calibrate(engine, rows, run=run_)
-        cached = [cache.get(k) for k in keys]
-        if rules and all(cached):  # every answer also has an LLM verdict: compare with it
-            alone = [J.result_from_record(c["result"]).judgement for c in cached]
-            pairs = [(r["label"], v.label) for r, v in zip(rows, alone) if v is not None]
-            result["llm_alone"] = J.agreement([h for h, _ in pairs], [j for _, j in pairs])
+        kept = [(r, res) for r, res in zip(rows, run_.results) if res.judgement is not None]
+        result["ci"] = _with_ci([r["label"] for r, _ in kept],
+                                [res.judgement.label for _, res in kept],
+                                [r["financebench_id"] for r, _ in kept])["ci"]
+        llm_rows = [(r, res) for r, res in kept if res.source == "llm"]
+        result["llm_part"] = _with_ci([r["label"] for r, _ in llm_rows],
+                                      [res.judgement.label for _, res in llm_rows],
+                                      [r["financebench_id"] for r, _ in llm_rows])
         results[name] = result
         for row, res in zip(rows, run_.results):
             records_all.append({"profile": name, "financebench_id": row["financebench_id"],
                                 "configuration": row["configuration"], "human": row["label"],
                                 "judge": res.judgement.label if res.judgement else None,
                                 "score": res.judgement.score if res.judgement else None,
+                                "decided_by": res.source,
                                 "reason": res.judgement.reason if res.judgement else res.error})
-    chash = R.config_hash({"profiles": configs, "rows": [row_key(r) for r in rows]})
+    chash = R.config_hash({"profiles": configs, "rows": [row_key(r) for r in rows],
+                           "scorer": scorer.VERSION, "split": split})
     summary = {"command": command, "config_hash": chash, "labelled": str(labelled),
-               "configurations": sorted({r["configuration"] for r in rows}),
-               "rows": len(rows), "judges": configs, "results": results}
+               "split": split, "configurations": sorted({r["configuration"] for r in rows}),
+               "rows": len(rows), "questions": len({r["financebench_id"] for r in rows}),
+               "scorer": scorer_res, "judges": configs, "results": results}
     R.write_json(out / "results.json", summary)
     R.write_json(out / "verdicts.json", records_all)
-    lines = R.header("Judge calibration against FinanceBench's human labels", command, chash)
-    lines += [f"{len(rows)} human-labelled answers ({', '.join(summary['configurations'])}) from "
-              f"`{labelled}`. People's labels *Correct Answer / Incorrect Answer / Refusal* "
-              "against the judge's label; the judge also gives the HDRR rubric's 1–10 score. "
+    lines = R.header("Scorer and judge calibration against FinanceBench's human labels",
+                     command, chash)
+    lines += [f"{len(rows)} human-labelled answers to the {summary['questions']} questions of "
+              f"the `{split}` split ({', '.join(summary['configurations'])}) from `{labelled}`"
+              + (" — held out: no rule of the scorer and no prompt was written while reading "
+                 "them." if split == "test" else ".")
+              + " People's labels *Correct Answer / Incorrect Answer / Refusal* against ours. "
               "Raw verdicts: `verdicts.json`; figures: `results.json`.", ""]
+    lines += scorer_lines
     for name, res in results.items():
         c = configs[name]
         jr = res["judge"]
-        lines += [f"## Profile `{name}` — judge `{c['model_id']}` (role {c['role']})", ""]
+        part = res["llm_part"]
+        lines += [f"## Scorer + LLM judge `{c['model_id']}` (profile `{name}`, role "
+                  f"{c['role']})", ""]
         lines += [f"- {s}" for s in trust_statement(res)]
-        lines += ["", "| | n | accuracy | Cohen's kappa | agreement |", "|---|---:|---:|---:|---|",
+        lines += ["", f"All answers: agreement {_ci_text(res['ci']['accuracy'], True)}, kappa "
+                  f"{_ci_text(res['ci']['kappa'], False)}. The LLM's part alone (the "
+                  f"{part['n']} answers the scorer leaves to it"
+                  + (")" if rules else "; `--llm-only`: every answer)")
+                  + f": agreement {_ci_text(part['ci']['accuracy'], True)}, kappa "
+                  f"{_ci_text(part['ci']['kappa'], False)} ({kappa_band(part['kappa'])}).",
+                  "", "| | n | accuracy | Cohen's kappa | agreement |", "|---|---:|---:|---:|---|",
                   f"| **all** | {res['n']} | {R.pct(res['accuracy'])} | "
                   f"{R.num(res['kappa'], '{:.3f}')} | {kappa_band(res['kappa'])} |"]
         for cfg, v in res["per_configuration"].items():
             lines.append(f"| {cfg} | {v['n']} | {R.pct(v['accuracy'])} | "
                          f"{R.num(v['kappa'], '{:.3f}')} | {kappa_band(v['kappa'])} |")
-        lines += ["", "Confusion (rows: people, columns: judge):", "",
+        lines += ["", "Confusion (rows: people, columns: scorer + judge):", "",
                   "| people \\ judge | " + " | ".join(J.LABELS) + " |", "|---|---:|---:|---:|"]
         for h in J.LABELS:
             lines.append(f"| {h} | " + " | ".join(str(res["confusion"].get(h, {}).get(j, 0))
                                                   for j in J.LABELS) + " |")
-        src = res.get("by_source") or {}
-        if src:
-            lines += ["", "Who decided: " + "; ".join(
-                f"{'the deterministic rules (refusal phrases, reference figures)' if k == 'rule' else 'the LLM'} "
-                f"{v['n']} answers, {R.pct(v['accuracy'])} agreement" for k, v in src.items())
-                + (". The rules are off (`--llm-only`)." if not rules else
-                   " (`--llm-only` lets the LLM judge every answer).")]
-        alone = res.get("llm_alone")
-        if alone:
-            lines += ["", f"The LLM alone, without the rules, on the same {alone['n']} answers "
-                      f"(its verdicts from this folder's cache): accuracy "
-                      f"{R.pct(alone['accuracy'])}, Cohen's kappa "
-                      f"{R.num(alone['kappa'], '{:.3f}')} ({kappa_band(alone['kappa'])})."]
-        if rules:
-            lines += ["", "Caveat: the rules were written while reading FinanceBench's labelled "
-                      "answers, so their agreement here is an optimistic estimate; it holds for "
-                      "answers in the same style (short figures, explicit refusals)."]
-        lines += ["", "Mean judge score by the people's label: " + ", ".join(
+        lines += ["", "Mean score by the people's label: " + ", ".join(
             f"{k} {v:.2f}" for k, v in res["mean_score_by_label"].items()), "",
             f"Judge cost: {jr['usage'].get('calls', 0)} calls this run, "
             f"{jr['usage'].get('cached', 0)} verdicts from the cache; "
             f"{jr['failures']} answers without a valid verdict; {jr['note']}.", ""]
         mine = [r for r in records_all if r["profile"] == name]
-        files = plots(res, mine, out, f"judge {c['model_id']} vs people")
+        files = plots(res, mine, out, f"scorer + judge {c['model_id']} vs people ({split})")
         lines += [f"![{f}]({f})" for f in files] + [""]
+    if not results:
+        lines += ["No LLM judge was run (`--scorer-only`).", ""]
     (out / "report.md").write_text("\n".join(lines), encoding="utf-8")
     return summary
 
@@ -241,8 +312,15 @@ def add_parser(sub) -> None:
                    "<model>_<eval_mode> names to score (default: all)")
     p.add_argument("--limit", type=int, default=None, help="at most N answers per configuration")
     p.add_argument("--chunk", type=int, default=8, help="answers per judge call batch")
-    p.add_argument("--llm-only", action="store_true", help="no deterministic rules: the LLM "
+    p.add_argument("--split", choices=("test", "tune", "all"), default="test",
+                   help="labelled answers of which questions (benchmarks/splits.py): test, the "
+                   "held-out half (default); tune, the half the scorer was written on; all")
+    p.add_argument("--questions", type=Path, default=R.SHARED / "questions.dev.jsonl",
+                   help="the question records the split is computed from")
+    p.add_argument("--llm-only", action="store_true", help="no deterministic scorer: the LLM "
                    "judges every answer")
+    p.add_argument("--scorer-only", action="store_true", help="the deterministic scorer alone; "
+                   "no LLM judge is loaded")
     p.add_argument("--name", default=None, help="results folder name (default "
                    "judge_calibration_<profiles>)")
     p.add_argument("--out", type=Path, default=None, help="results folder (overrides --name)")
@@ -258,7 +336,11 @@ def main(args) -> int:
         raise FileNotFoundError(f"no labelled answers folder {args.labelled}")
     summary = run(profiles=profiles, labelled=args.labelled, configurations=configs,
                   limit=args.limit, out=out, command=R.command_line(args), chunk=args.chunk,
-                  rules=not args.llm_only, progress=not args.quiet)
+                  rules=not args.llm_only, progress=not args.quiet, split=args.split,
+                  questions=args.questions, llm=not args.scorer_only)
+    sc = summary["scorer"]
+    print(f"scorer: decides {R.pct(sc['coverage'])} of {summary['rows']} answers; agreement "
+          f"{_ci_text(sc['ci']['accuracy'], True)}, kappa {_ci_text(sc['ci']['kappa'], False)}")
     for name, res in summary["results"].items():
         print(f"{name}: judge {summary['judges'][name]['model_id']} on {res['n']} answers — "
               f"accuracy {R.pct(res['accuracy'])}, kappa {R.num(res['kappa'], '{:.3f}')} "

@@ -196,7 +196,7 @@ class JudgeResult:
     latency_s: float = 0.0
     truncated: bool = False
     error: str | None = None
-    source: str = "llm"  # "rule": settled by benchmarks.judge_rules, no LLM call
+    source: str = "llm"  # "scorer": settled by benchmarks.scorer, no LLM call
 
 
 @dataclass
@@ -242,15 +242,17 @@ def _budgets(rows: list, count: Callable[[str], int], limit: int | None, answer_
 
 
 def rule_results(rows: Sequence[Any]) -> dict[int, JudgeResult]:
-    """The rows ``benchmarks.judge_rules`` settles, by index, as results (no LLM call)."""
-    from benchmarks.judge_rules import rule_verdict
+    """The rows the deterministic scorer (``benchmarks.scorer``) settles, by index, as results
+    (no LLM call)."""
+    from benchmarks.scorer import score
 
     out = {}
     for i, row in enumerate(rows):
-        v = rule_verdict(_text(_field(row, "gold_answer")), _text(_field(row, "model_answer")))
+        v = score(_text(_field(row, "gold_answer")), _text(_field(row, "model_answer")),
+                  _text(_field(row, "question")))
         if v is not None:
             out[i] = JudgeResult(Judgement(score=v.score, label=v.label,
-                                           reason=v.reason[:REASON_CHARS]), source="rule")
+                                           reason=v.rule[:REASON_CHARS]), source="scorer")
     return out
 
 
@@ -259,8 +261,8 @@ def judge(engine, rows: Sequence[Any], batch_size: int = 8, progress: bool = Tru
           params: SamplingParams | None = None, rules: bool = True) -> JudgeRun:
     """Judge each row (``question``, ``gold_answer``, ``model_answer``) with ``engine``.
 
-    With ``rules`` (the default), ``benchmarks.judge_rules.rule_verdict`` settles refusals and
-    short numeric references first (``source="rule"``, no LLM call); the LLM judges the rest.
+    With ``rules`` (the default), the deterministic scorer (``benchmarks.scorer``) settles the
+    answers it can first (``source="scorer"``, no LLM call); the LLM judges the rest.
     Prompts go to ``engine.generate_json(..., Judgement, params)`` ``batch_size`` at a time
     (greedy, 160 new tokens by default). When a batch fails, its rows are retried one by one
     and a row that still fails gets ``judgement=None`` and its error; the run goes on. Usage
@@ -442,12 +444,13 @@ def calibrate(engine, rows: Sequence[Mapping[str, Any]], *, run: JudgeRun | None
 def judge_config(engine, *, answer_tokens: int = DEFAULT_ANSWER_TOKENS,
                  params: SamplingParams | None = None) -> dict[str, Any]:
     """What decides the LLM's verdict besides the row: the judge model, its rubric and
-    sampling. (The deterministic rules are applied on top and never cached.)"""
+    sampling. (The deterministic scorer is applied on top and never cached.)"""
     import hashlib
 
     params = params or SamplingParams(max_tokens=160, temperature=0.0)
     return {"model_id": getattr(engine, "model_id", type(engine).__name__),
             "rubric_sha256": hashlib.sha256(JUDGE_SYSTEM.encode()).hexdigest()[:16],
+            "code_sha256": hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16],
             "answer_tokens": answer_tokens, "max_tokens": params.max_tokens,
             "temperature": params.temperature}
 

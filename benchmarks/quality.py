@@ -70,7 +70,8 @@ def system_config(pipe, system: str) -> dict[str, Any]:
     return {"system": system, "profile": pipe.profile.name,
             "pipeline": pipe.settings.model_dump(), "cascade": pipe.profile.cascade.model_dump(),
             "models": pipe.model_ids(), "index": index_fingerprint(index),
-            "use_llm_router": pipe.use_llm_router, "generate": True}
+            "use_llm_router": pipe.use_llm_router, "generate": True,
+            "code": R.code_version("retrieval", "models")}
 
 
 def available_systems(pipe, wanted: list[str] | None) -> list[str]:
@@ -112,6 +113,11 @@ def run_quality(pipe, questions, systems: list[str], cache_dir: Path, *, judge_e
     plan = [(i, q, s) for i, q in enumerate(questions) for s in systems
             if limits.get(s) is None or i < limits[s]]
     keys = {(q.id, s): f"{q.id}|{s}|{hashes[s]}" for _, q, s in plan}
+    stale: dict[tuple[str, str], dict] = {}  # answers made by other code or settings
+    for key, rec in answers.records.items():
+        qid, system, chash = (key.split("|") + ["", ""])[:3]
+        if system in hashes and chash != hashes[system]:
+            stale[(qid, system)] = rec
     bar = None
     if progress and not cached_only:
         from tqdm import tqdm
@@ -125,6 +131,8 @@ def run_quality(pipe, questions, systems: list[str], cache_dir: Path, *, judge_e
             key = keys[(q.id, s)]
             rec = answers.get(key)
             if rec is None and cached_only:
+                if (q.id, s) in stale:  # shown, marked, and left out of every figure
+                    mine.append({**stale[(q.id, s)], "stale": True})
                 continue
             if rec is None:
                 if bar is not None:
@@ -150,6 +158,7 @@ def run_quality(pipe, questions, systems: list[str], cache_dir: Path, *, judge_e
             res = verdict_of.get(r["key"])
             records.append({"id": q.id, "system": r["system"], "config_hash": r["config_hash"],
                             "answer": r["answer"], "row": r["row"],
+                            "question_type": q.question_type, "stale": r.get("stale", False),
                             "verdict": None if res is None else J.result_record(res)})
     if bar is not None:
         bar.close()
@@ -172,10 +181,20 @@ def summarize(records: list[dict], systems: list[str], reference: str) -> dict[s
     from benchmarks.serve_load import percentile
     from retrieval.evaluation import summarize as retrieval_summary
 
+    stale = [r for r in records if r.get("stale")]
+    records = [r for r in records if not r.get("stale")]
     retrieval = retrieval_summary([r["row"] for r in records], systems)
-    out: dict[str, Any] = {"systems": {}, "paired": {}}
+    out: dict[str, Any] = {"systems": {}, "paired": {}, "by_type": {},
+                           "stale": {s: sum(r["system"] == s for r in stale) for s in systems}}
+    types = sorted({r.get("question_type") or "unknown" for r in records})
     for s in systems:
         mine = [r for r in records if r["system"] == s]
+        out["by_type"][s] = {}
+        for t in types:
+            labels_t = [_label(r) for r in mine if (r.get("question_type") or "unknown") == t
+                        and _label(r) is not None]
+            out["by_type"][s][t] = {"n": len(labels_t), "accuracy": (
+                labels_t.count("correct") / len(labels_t) if labels_t else None)}
         ok = [r for r in mine if r["answer"] is not None]
         scores = [_score(r) for r in ok if _score(r) is not None]
         labels = [_label(r) for r in ok if _label(r) is not None]
@@ -194,6 +213,8 @@ def summarize(records: list[dict], systems: list[str], reference: str) -> dict[s
             "average_ci": stats.bootstrap_ci(scores),
             "correctness_ci": stats.bootstrap_ci([1.0 if x >= 8 else 0.0 for x in scores]),
             "labels": {k: (labels.count(k) / len(labels) if labels else None) for k in LABELS},
+            "deciders": {src: sum(1 for r in ok if (r.get("verdict") or {}).get("source") == src
+                                  and _label(r) is not None) for src in ("scorer", "llm")},
             "label_correct_ci": stats.bootstrap_ci([1.0 if x == "correct" else 0.0
                                                     for x in labels]),
             "bands": {name: sum(lo <= x <= hi for x in scores) for lo, hi, name in BANDS},
@@ -295,7 +316,7 @@ def plots(summary: dict[str, Any], out: Path, title: str, reference: str) -> lis
         files.append(R.savefig(fig, out, "paired_differences.png"))
 
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
-    points = [{"system": s, "quality": S[s]["average"], "cost": S[s]["tokens_per_query"],
+    points = [{"system": s, "quality": S[s]["labels"]["correct"], "cost": S[s]["tokens_per_query"],
                "latency": S[s]["latency_s"]["p50"]} for s in systems]
     for ax, key, xlabel in ((axes[0], "cost", "LLM tokens per query (log)"),
                             (axes[1], "latency", "p50 latency per query, s (log)")):
@@ -310,7 +331,7 @@ def plots(summary: dict[str, Any], out: Path, title: str, reference: str) -> lis
                 color="C3", lw=1, label="non-dominated")
         ax.set_xscale("log")
         ax.set_xlabel(xlabel)
-        ax.set_ylabel("average judge score (1–10)")
+        ax.set_ylabel("accuracy (share labelled correct)")
         ax.legend(fontsize=8)
     fig.suptitle("quality against cost and latency (red: non-dominated)")
     files.append(R.savefig(fig, out, "quality_vs_cost.png"))
@@ -337,12 +358,15 @@ def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> s
         f"{meta['questions']} questions from `{meta['questions_file']}`, index `{meta['index']}`; "
         f"systems {', '.join(S)}"
         + (f" (per-system question limits: {meta['limits']})" if meta["limits"] else "")
-        + f". Judge: `{meta['judge']['model_id']}` (profile `{meta['judge_profile']}`), greedy, "
-        "HDRR rubric 1–10 plus a FinanceBench label, after deterministic rules that settle "
-        "refusals and short numeric references (`benchmarks/judge_rules.py`; "
-        f"{meta.get('by_rule', 0)} of the verdicts). Each answer's cost is from its own Answer "
-        f"record; energy source: {meta['energy_source']}. Latency is wall time on this machine "
-        "in one process — compare systems within this run only.", ""]
+        + (f"; split `{meta['split']}` of `benchmarks/splits.py`" if meta.get("split") else "")
+        + ". **Accuracy** is the share of answers labelled correct (FinanceBench's labels: "
+        "correct / incorrect / refusal). The deterministic scorer (`benchmarks/scorer.py`: "
+        "reference figures with units and rounding, yes/no, refusals) labels what it can; the "
+        f"LLM judge `{meta['judge']['model_id']}` (profile `{meta['judge_profile']}`, greedy, "
+        "HDRR rubric) labels the rest — "
+        f"{meta.get('by_rule', 0)} of the verdicts came from the scorer. Each answer's cost is "
+        f"from its own Answer record; energy source: {meta['energy_source']}. Latency is wall "
+        "time on this machine in one process — compare systems within this run only.", ""]
     short = {s: (v["answered"] + v["errors"], meta["planned"][s]) for s, v in S.items()
              if v["answered"] + v["errors"] < meta["planned"][s]}
     if short:
@@ -350,25 +374,51 @@ def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> s
             f"{s} {n} of {m}" for s, (n, m) in short.items()) + " questions. The same command "
             "without `--cached-only` resumes it from the cache; paired differences use the "
             "questions both systems answered.", ""]
+    if any(summary.get("stale", {}).values()):
+        lines += ["**Stale answers left out**: " + ", ".join(
+            f"{s} {n}" for s, n in summary["stale"].items() if n) + " cached answers were made "
+            "by other code, prompts or settings (their config hash differs); they are listed in "
+            "`per_question.jsonl` with `stale: true` and enter no figure.", ""]
     if meta.get("calibration"):
         c = meta["calibration"]
-        lines += [f"**How far to trust the judge**: on {c['n']} human-labelled FinanceBench "
-                  f"answers this judge's label agreed with people's {R.pct(c['accuracy'])} of the "
-                  f"time, Cohen's kappa {c['kappa']:.2f} ({c['band']}); see "
-                  f"`{c['report']}`.", ""]
+        lines += [f"**How far to trust the labels**: on {c['n']} human-labelled FinanceBench "
+                  f"answers of the held-out `{c.get('split', 'test')}` questions, scorer + judge "
+                  f"agreed with people {R.pct(c['accuracy'])} of the time, Cohen's kappa "
+                  f"{c['kappa']:.2f} ({c['band']}); see `{c['report']}`.", ""]
     else:
-        lines += ["**Judge not calibrated** for this profile yet: run `finrag bench "
+        lines += ["**Judge not calibrated** for this judge yet: run `finrag bench "
                   "judge-calibration` before trusting the label rates.", ""]
-    lines += ["## Answer quality", "",
-              "| system | judged | average [95% CI] | P(s=1) | P(s≥8) [95% CI] | P(s=10) | "
-              "correct | incorrect | refusal | errors |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += ["## Accuracy", "",
+              "| system | judged | accuracy [95% CI] | incorrect | refusal | labelled by scorer "
+              "/ LLM | errors |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for s, v in S.items():
+        d = v.get("deciders") or {}
+        lines.append(
+            f"| {s} | {v['judged']} | {_ci(v['label_correct_ci'], '{:.1f}%', 100)} | "
+            f"{R.pct(v['labels']['incorrect'])} | {R.pct(v['labels']['refusal'])} | "
+            f"{d.get('scorer', 0)} / {d.get('llm', 0)} | {v['errors']} |")
+    types = sorted({t for per in summary.get("by_type", {}).values() for t in per})
+    if types:
+        lines += ["", "Accuracy by FinanceBench question type (n judged in brackets):", "",
+                  "| system | " + " | ".join(types) + " |", "|---|" + "---:|" * len(types)]
+        for s in S:
+            per = summary["by_type"].get(s, {})
+            lines.append(f"| {s} | " + " | ".join(
+                f"{R.pct(per.get(t, {}).get('accuracy'))} ({per.get(t, {}).get('n', 0)})"
+                for t in types) + " |")
+    lines += ["", "## The paper's 1–10 metrics", "",
+              "How they are defined here: the scorer gives 10 to an answer it labels correct "
+              "(every reference figure, or the reference's yes/no), 2 to one it labels incorrect "
+              "and 1 to a refusal; the LLM judge scores the others on the paper's rubric (10 "
+              "fully correct, 8–9 correct in substance, 4–7 partly, 2–3 mostly wrong, 1 wrong or "
+              "no answer). Average, P(s=1) (failure), P(s≥8) (correctness) and P(s=10) "
+              "(perfect) are over all judged answers.", "",
+              "| system | average [95% CI] | P(s=1) | P(s≥8) [95% CI] | P(s=10) |",
+              "|---|---:|---:|---:|---:|"]
     for s, v in S.items():
         lines.append(
-            f"| {s} | {v['judged']} | {_ci(v['average_ci'])} | {R.pct(v['failure_rate'])} | "
-            f"{_ci(v['correctness_ci'], '{:.1f}%', 100)} | {R.pct(v['perfect_rate'])} | "
-            f"{R.pct(v['labels']['correct'])} | {R.pct(v['labels']['incorrect'])} | "
-            f"{R.pct(v['labels']['refusal'])} | {v['errors']} |")
+            f"| {s} | {_ci(v['average_ci'])} | {R.pct(v['failure_rate'])} | "
+            f"{_ci(v['correctness_ci'], '{:.1f}%', 100)} | {R.pct(v['perfect_rate'])} |")
     lines += ["", "## Retrieval and cost per query", "",
               "| system | routed exactly | hit@5 | hit@10 | wrong-filing share | context tokens "
               "| LLM calls | tokens (prompt+completion) | p50 s | p95 s | joules |",
@@ -387,11 +437,11 @@ def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> s
                   "Mean over the questions both answered (and the judge scored), with a 95% "
                   "bootstrap interval resampling questions; an interval that excludes 0 is a "
                   "difference this sample supports.", "",
-                  f"| {ref} − system | score difference | correct-label difference, pp |",
+                  f"| {ref} − system | accuracy difference, pp | score difference |",
                   "|---|---:|---:|"]
         for s, d in summary["paired"].items():
-            lines.append(f"| {ref} − {s} | {_diff(d['score'], '{:+.2f}')} | "
-                         f"{_diff(d['correct'], '{:+.1f}', 100)} |")
+            lines.append(f"| {ref} − {s} | {_diff(d['correct'], '{:+.1f}', 100)} | "
+                         f"{_diff(d['score'], '{:+.2f}')} |")
     lines += ["", "## The paper's figures, for orientation", "",
               f"{PAPER['source']} — not comparable one to one: different questions, corpus, "
               "generator and judge (the paper's judge is a large hosted model).", "",
@@ -416,22 +466,23 @@ def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> s
 
 
 def _calibration(profile: str, judge_model: str) -> dict | None:
+    """The held-out agreement of this judge with people, from ``finrag bench
+    judge-calibration`` (only when it calibrated the same judge model and scorer version)."""
     path = R.RESULTS / f"judge_calibration_{profile}" / "results.json"
     if not path.is_file():
         return None
     import json
 
     from benchmarks.calibration import kappa_band
+    from benchmarks.scorer import VERSION
 
     data = json.loads(path.read_text())
     res = (data.get("results") or {}).get(profile)
-    judge = data["judges"][profile]
-    from benchmarks.judge_rules import RULES_VERSION
-
-    if not res or judge["model_id"] != judge_model or judge.get("rules") != RULES_VERSION:
-        return None  # calibrated another judge
+    judge = (data.get("judges") or {}).get(profile) or {}
+    if not res or judge.get("model_id") != judge_model or judge.get("scorer") != VERSION:
+        return None  # calibrated another judge or scorer
     return {"n": res["n"], "accuracy": res["accuracy"], "kappa": res["kappa"] or 0.0,
-            "band": kappa_band(res["kappa"]),
+            "band": kappa_band(res["kappa"]), "split": data.get("split"),
             "report": str(path.parent.relative_to(R.REPO) / "report.md")}
 
 
@@ -456,6 +507,9 @@ def add_parser(sub) -> None:
                    "FinanceBench dev questions)")
     p.add_argument("--systems", default="", help="comma-separated systems (default: "
                    f"{', '.join(DEFAULT_SYSTEMS)}; cbr_meta/cbr_llmctx only when built)")
+    p.add_argument("--split", choices=("all", "tune", "test"), default="all",
+                   help="the questions of one half of benchmarks/splits.py: tune (settings and "
+                   "prompts may be chosen on it) or test (held out); default all")
     p.add_argument("--limit", type=int, default=None, help="the first N questions only")
     p.add_argument("--system-limit", default="", metavar="SYSTEM=N,…",
                    help="run a slow system on the first N questions only, e.g. sfr=20")
@@ -479,7 +533,11 @@ def main(args) -> int:
     from retrieval.options import load_pipeline
 
     limits = _limits(args.system_limit)
-    questions = load_questions(args.questions, args.limit)
+    from benchmarks.splits import select
+
+    records = [json.loads(line) for line in args.questions.read_text(encoding="utf-8")
+               .splitlines() if line.strip()]
+    questions = select(load_questions(args.questions), args.split, records)[:args.limit]
     if not questions:
         raise ValueError(f"no questions in {args.questions}")
     pipe = load_pipeline(args)
@@ -494,12 +552,13 @@ def main(args) -> int:
         records = run_quality(pipe, questions, systems, out / "cache", judge_engine=judge_engine,
                               limits=limits, progress=not args.quiet,
                               cached_only=args.cached_only)
-        from benchmarks.judge_rules import RULES_VERSION
+        from benchmarks.scorer import VERSION
 
-        jconf = {**J.judge_config(judge_engine), "rules": RULES_VERSION}
+        jconf = {**J.judge_config(judge_engine), "scorer": VERSION}
         meta = {"command": R.command_line(args), "profile": pipe.profile.name,
                 "index": str(pipe.index.folder),
                 "questions_file": str(args.questions), "questions": len(questions),
+                "split": None if args.split == "all" else args.split,
                 "limits": limits, "reference": args.reference, "judge": jconf,
                 "planned": {s: min(limits.get(s, len(questions)), len(questions))
                             for s in systems},
@@ -512,15 +571,19 @@ def main(args) -> int:
     finally:
         pipe.close()
     summary = summarize(records, systems, args.reference)
-    meta["by_rule"] = sum(1 for r in records if (r["verdict"] or {}).get("source") == "rule")
+    meta["by_rule"] = sum(1 for r in records if (r["verdict"] or {}).get("source") == "scorer"
+                          and not r.get("stale"))
     R.write_json(out / "results.json", {**meta, **summary, "paper": PAPER})
     with (out / "per_question.jsonl").open("w", encoding="utf-8") as fh:
         for r in records:
             a = r["answer"] or {}
             v = (r["verdict"] or {}).get("judgement") or {}
             fh.write(json.dumps({"id": r["id"], "system": r["system"],
+                                 "question_type": r.get("question_type"),
+                                 "stale": r.get("stale", False),
                                  "answer": a.get("answer"), "score": v.get("score"),
                                  "label": v.get("label"), "reason": v.get("reason"),
+                                 "decided_by": (r["verdict"] or {}).get("source"),
                                  **{k: r["row"].get(k) for k in
                                     ("routing_status", "routed_exact", "hit5", "hit10",
                                      "wrong_doc_share", "context_tokens", "llm_calls",
@@ -529,8 +592,8 @@ def main(args) -> int:
                   args.reference)
     (out / "report.md").write_text(report(summary, meta, files), encoding="utf-8")
     for s, v in summary["systems"].items():
-        print(f"{s:11} judged {v['judged']:>3}  average {R.num(v['average'], '{:.2f}')}  "
-              f"P(s>=8) {R.pct(v['correctness'])}  correct {R.pct(v['labels']['correct'])}  "
+        print(f"{s:11} judged {v['judged']:>3}  accuracy {R.pct(v['labels']['correct'])}  "
+              f"average {R.num(v['average'], '{:.2f}')}  "
               f"tokens/query {R.num(v['tokens_per_query'], '{:,.0f}')}")
     print(f"report: {out / 'report.md'}")
     return 0

@@ -31,6 +31,21 @@ def config_hash(config: Any, length: int = 12) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:length]
 
 
+def code_version(*folders: str, length: int = 12) -> str:
+    """A short sha256 of the source (``*.py``, ``*.yaml``) under ``folders`` of this repository
+    (e.g. ``"retrieval", "models"``): part of every cache key, so that a change of code or of a
+    prompt makes the cached results stale instead of silently reused."""
+    digest = hashlib.sha256()
+    for folder in folders:
+        root = REPO / folder
+        files = sorted(p for p in root.rglob("*") if p.suffix in (".py", ".yaml")
+                       and p.is_file() and "__pycache__" not in p.parts)
+        for path in files:
+            digest.update(str(path.relative_to(REPO)).encode() + b"\0")
+            digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()[:length]
+
+
 def results_dir(name: str, out: str | Path | None = None) -> Path:
     folder = Path(out) if out else RESULTS / name
     folder.mkdir(parents=True, exist_ok=True)

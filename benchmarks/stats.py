@@ -304,3 +304,40 @@ def facet_choice(rows: Iterable[Mapping[str, Any]], sla: Mapping[str, Any]) -> d
         if entry["meets_sla"] and (best is None or entry["score"] > best["score"]):
             best = entry
     return {"best": None if best is None else best["row"], "scored": scored}
+
+
+def agreement_ci(human: Sequence[Hashable], judged: Sequence[Hashable],
+                 clusters: Sequence[Hashable], labels: Sequence[Hashable] | None = None,
+                 n: int = 2000, seed: int = 0, level: float = 0.95) -> dict[str, dict]:
+    """Accuracy and Cohen's kappa of two label lists with percentile bootstrap intervals that
+    resample whole clusters (e.g. questions: the answers of one question are not independent).
+
+    Returns ``{"accuracy": {estimate, low, high, n}, "kappa": {…}}``; ``n`` counts rows."""
+    human, judged = _check_pair(human, judged)
+    if len(clusters) != len(human):
+        raise ValueError(f"{len(clusters)} clusters for {len(human)} rows")
+    by: dict[Hashable, list[int]] = {}
+    for i, c in enumerate(clusters):
+        by.setdefault(c, []).append(i)
+    groups = list(by.values())
+    out = {"accuracy": accuracy(human, judged), "kappa": cohen_kappa(human, judged, labels)}
+    if not human:
+        return {k: {"estimate": None, "low": None, "high": None, "n": 0} for k in out}
+    rng = np.random.default_rng(seed)
+    draws: dict[str, list[float]] = {k: [] for k in out}
+    for _ in range(n):
+        idx = [i for g in rng.integers(0, len(groups), size=len(groups)) for i in groups[g]]
+        h = [human[i] for i in idx]
+        j = [judged[i] for i in idx]
+        draws["accuracy"].append(accuracy(h, j))
+        k = cohen_kappa(h, j, labels)
+        if k is not None:
+            draws["kappa"].append(k)
+    alpha = (1.0 - level) / 2.0
+    result = {}
+    for key, estimate in out.items():
+        vals = np.asarray(draws[key], dtype=float)
+        low, high = (np.quantile(vals, [alpha, 1 - alpha]) if vals.size else (None, None))
+        result[key] = {"estimate": estimate, "low": None if low is None else float(low),
+                       "high": None if high is None else float(high), "n": len(human)}
+    return result

@@ -28,6 +28,7 @@ class Question:
     pages: list[int]  # evidence pages, 1-based
     pdf_present: bool = True
     gold_answer: str | None = None  # the reference answer, for judging generated answers
+    question_type: str | None = None  # FinanceBench's: metrics-generated, domain-relevant, …
 
     @classmethod
     def from_record(cls, rec: dict[str, Any], n: int) -> "Question":
@@ -40,7 +41,8 @@ class Question:
         gold = rec.get("answer", rec.get("gold_answer"))
         return cls(str(rec.get("financebench_id") or rec.get("id") or n), rec["question"],
                    rec.get("doc_name") or rec.get("doc_id"), pages,
-                   bool(rec.get("pdf_present", True)), None if gold is None else str(gold))
+                   bool(rec.get("pdf_present", True)), None if gold is None else str(gold),
+                   rec.get("question_type"))
 
 
 def load_questions(path: str | Path, limit: int | None = None) -> list[Question]:

@@ -1,0 +1,88 @@
+"""The deterministic FinanceBench scorer (benchmarks/scorer.py) and the dev-question split."""
+
+import json
+
+import pytest
+
+from benchmarks import scorer
+from tests.conftest import FINANCEBENCH, need_shared
+
+QTY = "What is the FY2018 capital expenditure amount (in USD millions)?"
+
+
+@pytest.mark.parametrize("gold, answer, question, label", [
+    # figures with units, scale words and rounding
+    ("$1577.00", "3M spent $1,577 million on capex in FY2018 [3M_2018_10K p.60].", QTY, "correct"),
+    ("$1577.00", "Capex was $1.58 billion.", QTY, "correct"),
+    ("$59268.00", "Total assets were $59.3 billion.", QTY, "correct"),
+    ("30.8%", "Revenue grew 0.308 year over year.", QTY, "correct"),
+    ("0.654", "Operating income grew 65.4%.", QTY, "correct"),
+    ("0.01", "ROA = 1,248 / 87,583 = 0.0142, or 1.42%.", QTY, "correct"),  # the gold's rounding
+    ("-0.02", "The ROA was (0.0153).", QTY, "correct"),
+    ("17.98", "The ratio is 18.0.", QTY, "correct"),
+    ("AMCOR's Adj. EBITDA was $2,018mn in FY 2023", "Adjusted EBITDA: $2.018 billion.",
+     "What was AMCOR's adjusted EBITDA for FY 2023?", "correct"),
+    ("$1577.00", "Capital expenditure was $1,411 million.", QTY, "incorrect"),
+    ("0.83", "The ratio was 0.8 in FY2017.", QTY, "incorrect"),  # 0.8 is no rounding of 0.83
+    ("-0.02", "The ROA was +0.02.", QTY, "incorrect"),  # both signed, opposite signs
+    # years, dates and citation tags are not figures
+    ("0.66", "As of June 30, 2023 the quick ratio was 0.66 [3M_2023Q2_10Q p.5].", QTY, "correct"),
+    ("1577", "In FY2018 capex is in the cash flow statement [3M_2018_10K p.60].", QTY, None),
+    # refusals
+    ("1577", "The document does not provide the capital expenditure for FY2018.", QTY, "refusal"),
+    ("1577", "I'm sorry, but I cannot find that figure.", QTY, "refusal"),
+    ("1577", "", QTY, "refusal"),
+    ("1577", "You haven't provided the cash flow statement, so I can't compute it.", QTY,
+     "refusal"),
+    # yes / no
+    ("Yes, one customer accounted for 16% of net revenue", "No, there was none.",
+     "Did AMD report customer concentration in FY22?", "incorrect"),
+    ("Yes. It decreased.", "Yes, VaR decreased.", "Did the risk decrease?", "correct"),
+    ("Yes, CVS paid a $0.55 dividend per share every quarter", "Yes, $0.40 a share.",
+     "Did CVS pay dividends?", None),  # the same word, other figures: the LLM weighs them
+    ("No, margins fell.", "Margins fell from 36.8% to 34.6%.", "Did margins improve?", None),
+    # a figure in a reference to a question that asks for no quantity: the LLM decides
+    ("87% of the total restructuring liability is related Employee liabilities.",
+     "It mostly covers employee severance costs of $81 million.",
+     "What is the nature & purpose of AMCOR's restructuring liability?", None),
+    ("Trillium, Array, and Therachon", "Pfizer acquired Arena.", "Which companies?", None),
+])
+def test_score(gold, answer, question, label):
+    v = scorer.score(gold, answer, question)
+    assert (v.label if v else None) == label
+    if v:
+        assert {"correct": 10, "incorrect": 2, "refusal": 1}[v.label] == v.score
+        assert v.rule.split(":")[0] in ("numeric", "yes_no", "refusal")
+
+
+def test_figures_units_signs_and_what_is_left_out():
+    got = scorer.figures("In FY2022 and 2021 revenue was $1,234.5 million, -3% and (12); "
+                         "on March 31, 2023 [X_2023_10K p.4]\n1. first\n2) second 4.2bn")
+    assert [f.value for f in got] == [1234.5e6, -3.0, -12.0, 4.2e9]
+    assert got[1].percent and got[2].signed and got[0].scaled and not got[1].scaled
+
+
+def test_kinds():
+    assert scorer.kind("Yes, it is.", "") == "yes_no"
+    assert scorer.kind("$1577.00", "") == "numeric"
+    assert scorer.kind("Its net income was $3725 million.", "Which segment earned most?") == "open"
+    assert scorer.kind("Its net income was $3725 million.", "How much did it earn?") == "numeric"
+    assert scorer.kind("Data Center", "Which segment?") == "open"
+
+
+def test_split_is_fixed_stratified_and_disjoint():
+    from benchmarks.splits import split_ids, split_of
+
+    path = need_shared(FINANCEBENCH / "questions.dev.jsonl")
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    halves = split_ids(records)
+    assert halves["tune"].isdisjoint(halves["test"])
+    assert halves["tune"] | halves["test"] == {r["financebench_id"] for r in records}
+    assert (len(halves["tune"]), len(halves["test"])) == (48, 47)
+    for qtype in {r["question_type"] for r in records}:
+        n = [sum(r["question_type"] == qtype and r["financebench_id"] in halves[h]
+                 for r in records) for h in ("tune", "test")]
+        assert abs(n[0] - n[1]) <= 1, (qtype, n)
+    # independent of file order
+    assert split_of(reversed(records)) == split_of(records)
+    assert split_of(records)["financebench_id_03029"] == "test"
