@@ -208,7 +208,8 @@ def add_parser(sub) -> None:
     p.add_argument("--system", default="hdrr")
     p.add_argument("--no-generate", action="store_true", help="stop after retrieval")
     p.add_argument("--concurrency", default="1,2", help="levels, e.g. 1,2,4,8")
-    p.add_argument("--requests", type=int, default=8, help="answers per level")
+    p.add_argument("--requests", type=int, default=30, help="answers per level (default 30: "
+                   "p95/p99 are reported only from at least 30)")
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--overload", type=int, default=0, help="--url/--start: N simultaneous "
                    "requests after the levels")

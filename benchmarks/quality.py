@@ -420,14 +420,23 @@ def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> s
             f"| {s} | {_ci(v['average_ci'])} | {R.pct(v['failure_rate'])} | "
             f"{_ci(v['correctness_ci'], '{:.1f}%', 100)} | {R.pct(v['perfect_rate'])} |")
     lines += ["", "## Retrieval and cost per query", "",
-              "| system | routed exactly | hit@5 | hit@10 | wrong-filing share | context tokens "
-              "| LLM calls | tokens (prompt+completion) | p50 s | p95 s | joules |",
-              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+              "Routed exactly: to exactly the question's filing, over all questions and over "
+              "those whose filing is indexed. hit@k: an evidence page in the final ranking's top "
+              "k; in context: in what the generator read. These are over the questions whose "
+              "filing is indexed.", "",
+              "| system | routed exactly (all / indexed) | hit@5 | hit@10 | evidence in context "
+              "| wrong-filing share | context tokens | LLM calls | tokens (prompt+completion) | "
+              "p50 s | p95 s | joules |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for s, v in S.items():
         rt = v["retrieval"]
+        routed = ("–" if rt.get("routed_exact") is None else
+                  f"{rt['routed_exact']}/{rt['questions']} ({R.pct(rt['routing_accuracy_all'])})"
+                  f" / {rt['routed_exact']}/{rt['on_disk']} ({R.pct(rt['routing_accuracy'])})")
         lines.append(
-            f"| {s} | {R.pct(rt['routing_accuracy'])} | {R.pct(rt['hit5'])} | "
-            f"{R.pct(rt['hit10'])} | {R.pct(rt['wrong_doc_share'])} | "
+            f"| {s} | {routed} | {R.pct(rt['hit5'])} | "
+            f"{R.pct(rt['hit10'])} | {R.pct(rt.get('context_hit'))} | "
+            f"{R.pct(rt['wrong_doc_share'])} | "
             f"{R.num(rt['context_tokens'], '{:,.0f}')} | {R.num(rt['llm_calls'], '{:.2f}')} | "
             f"{R.num(v['tokens_per_query'], '{:,.0f}')} | {R.num(v['latency_s']['p50'])} | "
             f"{R.num(v['latency_s']['p95'])} | "

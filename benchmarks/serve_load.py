@@ -54,9 +54,15 @@ STOP = threading.Event()  # set on Ctrl-C/SIGTERM: workers send nothing more
 
 
 # pure figures ---------------------------------------------------------------------------
+MIN_TAIL_SAMPLES = 30  # a p95/p99 from fewer samples is not reported
+
+
 def percentile(values: list[float], q: float) -> float | None:
-    """The q-quantile (0..1, linear between order statistics); None for no values."""
-    return None if not values else pct(list(values), q)
+    """The q-quantile (0..1, linear between order statistics); None for no values, and None
+    for a tail quantile (q > 0.9) of fewer than ``MIN_TAIL_SAMPLES`` values."""
+    if not values or (q > 0.9 and len(values) < MIN_TAIL_SAMPLES):
+        return None
+    return pct(list(values), q)
 
 
 def _r(value: float | None, digits: int = 1) -> float | None:

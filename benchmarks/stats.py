@@ -42,7 +42,9 @@ FACET-style choice (after the PRISM paper's geometric mean of ratios against an 
 
         score = exp( sum_d w_d * ln(r_d) / sum_d w_d )   (score = 0 if some r_d = 0 with w_d > 0)
 
-    i.e. the weighted geometric mean of the capped ratios. A ratio >= 1 means the bound is met
+    i.e. the weighted geometric mean of the capped ratios. An SLA with ``energy_max`` (joules
+    per answer) adds r_energy = min(cap, energy_max / energy) as a fourth dimension, for rows
+    whose energy was measured. A ratio >= 1 means the bound is met
     on that dimension; the cap stops a very fast or very cheap row from buying back quality
     below the floor without limit. The score alone does not decide: ``facet_choice`` keeps only
     rows that meet every bound (latency <= latency_max, cost <= cost_max,
@@ -227,15 +229,22 @@ def pareto_front(rows: Iterable[Mapping[str, Any]], maximize: Sequence[str] = ("
             if not any(_dominates(other, point) for _, other in usable)]
 
 
+def _dims(sla: Mapping[str, Any]) -> tuple[str, ...]:
+    """The SLA's dimensions: latency, cost, quality, and energy when it sets ``energy_max``."""
+    return ("latency", "cost", "quality") + (("energy",) if sla.get("energy_max") is not None
+                                             else ())
+
+
 def _sla_terms(sla: Mapping[str, Any]) -> tuple[float, float, float, dict[str, float], float]:
     bounds = []
-    for key in ("latency_max", "cost_max", "quality_min"):
+    for key in ("latency_max", "cost_max", "quality_min") + (
+            ("energy_max",) if "energy" in _dims(sla) else ()):
         value = _number(sla.get(key))
         if value is None or value <= 0:
             raise ValueError(f"SLA needs {key} > 0, got {sla.get(key)!r}")
         bounds.append(value)
     given = sla.get("weights") or {}
-    weights = {d: float(given.get(d, 1.0)) for d in ("latency", "cost", "quality")}
+    weights = {d: float(given.get(d, 1.0)) for d in _dims(sla)}
     if any(w < 0 for w in weights.values()) or sum(weights.values()) <= 0:
         raise ValueError(f"SLA weights must be >= 0 and not all 0, got {weights}")
     cap = _number(sla.get("cap", DEFAULT_CAP))
@@ -262,9 +271,21 @@ def facet_ratios(row: Mapping[str, Any], sla: Mapping[str, Any]) -> dict[str, fl
     module docstring); a ratio >= 1 means that bound is met."""
     latency_max, cost_max, quality_min, _, cap = _sla_terms(sla)
     latency, cost, quality = _row_metrics(row)
-    return {"latency": cap if latency == 0 else min(cap, latency_max / latency),
-            "cost": cap if cost == 0 else min(cap, cost_max / cost),
-            "quality": min(cap, max(0.0, quality) / quality_min)}
+    out = {"latency": cap if latency == 0 else min(cap, latency_max / latency),
+           "cost": cap if cost == 0 else min(cap, cost_max / cost),
+           "quality": min(cap, max(0.0, quality) / quality_min)}
+    if "energy" in _dims(sla):
+        energy = _energy(row)
+        out["energy"] = cap if energy == 0 else min(cap, float(sla["energy_max"]) / energy)
+    return out
+
+
+def _energy(row: Mapping[str, Any]) -> float:
+    value = _number(row.get("energy"))
+    if value is None or value < 0:
+        raise ValueError(f"the SLA has energy_max but the row has no measured energy: "
+                         f"{dict(row)!r}")
+    return value
 
 
 def facet_score(row: Mapping[str, Any], sla: Mapping[str, Any]) -> float:
@@ -287,7 +308,8 @@ def meets_sla(row: Mapping[str, Any], sla: Mapping[str, Any]) -> bool:
     """latency <= latency_max, cost <= cost_max and quality >= quality_min."""
     latency_max, cost_max, quality_min, _, _ = _sla_terms(sla)
     latency, cost, quality = _row_metrics(row)
-    return latency <= latency_max and cost <= cost_max and quality >= quality_min
+    energy_ok = "energy" not in _dims(sla) or _energy(row) <= float(sla["energy_max"])
+    return latency <= latency_max and cost <= cost_max and quality >= quality_min and energy_ok
 
 
 def facet_choice(rows: Iterable[Mapping[str, Any]], sla: Mapping[str, Any]) -> dict[str, Any]:

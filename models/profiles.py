@@ -32,6 +32,9 @@ class CascadeSettings(BaseModel):
     light_top_n: int = 50
     large_top_m: int = 10
     keep_k: int = 5
+    # the adaptive cutoff never keeps fewer than this: min-max normalised scores of a few
+    # candidates always show a "cliff" after the first one or two
+    min_keep: int = 1
     cumulative: float = 0.55  # keep until this share of the normalised score mass …
     cliff: float = 0.15  # … or until a drop larger than this between neighbours
 

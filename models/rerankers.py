@@ -305,7 +305,8 @@ class CascadeResult:
 
 
 class Cascade:
-    """Light stage → top ``large_top_m`` → large stage → adaptive cutoff → ≤ ``keep_k``.
+    """Light stage → top ``large_top_m`` → large stage → adaptive cutoff → ``min_keep`` to
+    ``keep_k``.
 
     The first ``light_top_n`` candidates (in the retriever's order) enter. Without a light
     stage the first ``large_top_m`` of them go to the large stage as they are; without a large
@@ -313,12 +314,13 @@ class Cascade:
     """
 
     def __init__(self, light: Reranker | None, large: Reranker | None, *, light_top_n: int = 50,
-                 large_top_m: int = 10, keep_k: int = 5, cumulative: float = 0.55,
-                 cliff: float = 0.15):
+                 large_top_m: int = 10, keep_k: int = 5, min_keep: int = 1,
+                 cumulative: float = 0.55, cliff: float = 0.15):
         if light is None and large is None:
             raise ValueError("a cascade needs at least one stage")
         self.light, self.large = light, large
         self.light_top_n, self.large_top_m, self.keep_k = light_top_n, large_top_m, keep_k
+        self.min_keep = min_keep
         self.cumulative, self.cliff = cumulative, cliff
 
     @staticmethod
@@ -348,7 +350,8 @@ class Cascade:
             stages.append(rec)
             ids, scores = rec.ids, rec.scores
         t0, c0 = time.perf_counter(), time.process_time()
-        kept = adaptive_cutoff(scores, self.cumulative, self.cliff, max_keep=self.keep_k)
+        kept = adaptive_cutoff(scores, self.cumulative, self.cliff, min_keep=self.min_keep,
+                               max_keep=self.keep_k)
         stages.append(StageRecord("cutoff", None, ids[:kept], scores[:kept], len(ids), kept,
                                   time.perf_counter() - t0, time.process_time() - c0))
         return CascadeResult(ids[:kept], scores[:kept], stages)

@@ -85,13 +85,68 @@ def fair_shares(total: int, demands: list[int]) -> list[int]:
     return shares
 
 
+@dataclass
+class Span:
+    """Neighbouring chunks of one document joined into one passage (chunks overlap by half, so
+    two neighbours shown apart would repeat a quarter of the context)."""
+
+    chunk_id: int | None  # the best-ranked chunk's
+    doc_id: str
+    first_page: int
+    last_page: int
+    text: str
+    ids: tuple[int, int]  # the lowest and highest chunk id joined
+
+
+_OVERLAP_PROBE = 80  # characters of the later chunk looked up in the earlier one
+
+
+def _join(earlier: str, later: str) -> str | None:
+    """``earlier`` continued by ``later`` where ``later`` starts inside it; None otherwise."""
+    at = earlier.find(later[:_OVERLAP_PROBE])
+    if at < 0:
+        return None
+    return earlier if at + len(later) <= len(earlier) else earlier[:at] + later
+
+
+def merge_neighbours(chunks: list) -> list[Span]:
+    """Chunks (best first) as spans: a chunk whose id is next to a span's of the same document
+    and whose text overlaps it is joined to that span, which keeps its place in the order."""
+    spans: list[Span] = []
+    for c in chunks:
+        joined = False
+        for i, sp in enumerate(spans):
+            cid = getattr(c, "chunk_id", None)
+            if sp.doc_id != c.doc_id or cid is None or sp.chunk_id is None:
+                continue
+            if cid == sp.ids[1] + 1:
+                text = _join(sp.text, c.text)
+            elif cid == sp.ids[0] - 1:
+                text = _join(c.text, sp.text)
+            else:
+                continue
+            if text is None:
+                continue
+            spans[i] = Span(sp.chunk_id, sp.doc_id, min(sp.first_page, c.first_page),
+                            max(sp.last_page, c.last_page), text,
+                            (min(sp.ids[0], cid), max(sp.ids[1], cid)))
+            joined = True
+            break
+        if not joined:
+            cid = getattr(c, "chunk_id", None)
+            spans.append(Span(cid, c.doc_id, c.first_page, c.last_page, c.text,
+                              (cid, cid) if cid is not None else (-1, -1)))
+    return spans
+
+
 def build_blocks(chunks: list, count: Callable[[str], int], budget: int) -> list[Block]:
     """Blocks from chunks (anything with chunk_id, doc_id, first_page, last_page, text), in the
-    order given, while they fit in ``budget`` tokens; the last one that does not fit whole is cut
-    (if at least 64 tokens of room are left)."""
+    order given, neighbours of one document joined (``merge_neighbours``), while they fit in
+    ``budget`` tokens; the last one that does not fit whole is cut (if at least 64 tokens of
+    room are left)."""
     blocks: list[Block] = []
     used = 0
-    for c in chunks:
+    for c in merge_neighbours(chunks):
         text = mark_pages(c.text, c.first_page)
         header = f"[{c.doc_id} p.{c.first_page}]\n"
         need = count(header + text)

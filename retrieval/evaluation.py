@@ -82,6 +82,14 @@ def wrong_document_share(answer: Answer | dict, gold_doc: str) -> float | None:
     return sum(r["doc_id"] != gold_doc for r in rows) / len(rows)
 
 
+def context_hit(answer: Answer | dict, gold_doc: str, pages: list[int]) -> bool:
+    """The context the generator reads covers an evidence page of the gold filing."""
+    retrieved = answer["retrieved"] if isinstance(answer, dict) else answer.retrieved
+    return any(r["doc_id"] == gold_doc and any(r["first_page"] <= p <= r["last_page"]
+                                               for p in pages)
+               for r in retrieved.get("context") or [])
+
+
 def score_row(q: Question, a: dict[str, Any]) -> dict[str, Any]:
     """The per-question figures of one system's answer record."""
     routing = a.get("routing") or {}
@@ -94,6 +102,7 @@ def score_row(q: Question, a: dict[str, Any]) -> dict[str, Any]:
                          and bool(routing.get("routed"))) if routing else None,
         "hit5": evidence_hit(a, q.doc_name, q.pages, 5) if on_disk and q.pages else None,
         "hit10": evidence_hit(a, q.doc_name, q.pages, 10) if on_disk and q.pages else None,
+        "context_hit": context_hit(a, q.doc_name, q.pages) if on_disk and q.pages else None,
         "wrong_doc_share": wrong_document_share(a, q.doc_name) if on_disk else None,
         "context_tokens": a.get("context_tokens"),
         "llm_calls": a["usage"]["llm_calls"],
@@ -126,12 +135,17 @@ def summarize(rows: list[dict[str, Any]], systems: list[str]) -> dict[str, Any]:
             "errors": sum(1 for r in rows if r["system"] == system and r.get("error")),
             "routing_accuracy": (len(routed_ok) / len(present)
                                  if system in ROUTED_SYSTEMS and present else None),
+            "routed_exact": len(routed_ok) if system in ROUTED_SYSTEMS else None,
+            "routing_accuracy_all": (len(routed_ok) / len(mine)
+                                     if system in ROUTED_SYSTEMS and mine else None),
             "routing_statuses": _counts(r["routing_status"] for r in mine
                                         if r["routing_status"]),
             "llm_routed_share": (_mean(1.0 if r["llm_routed"] else 0.0 for r in mine)
                                  if system in ROUTED_SYSTEMS else None),
             "hit5": _mean(1.0 if r["hit5"] else 0.0 for r in present if r["hit5"] is not None),
             "hit10": _mean(1.0 if r["hit10"] else 0.0 for r in present if r["hit10"] is not None),
+            "context_hit": _mean(1.0 if r["context_hit"] else 0.0 for r in present
+                                 if r.get("context_hit") is not None),
             "wrong_doc_share": _mean(r["wrong_doc_share"] for r in present),
             "wrong_doc_share_when_routed": (_mean(r["wrong_doc_share"] for r in routed_ok)
                                             if system in ROUTED_SYSTEMS else None),

@@ -256,7 +256,8 @@ def test_bench_end_to_end_tiny(tmp_path, demo_index, demo_corpus):
     for lv in perf["levels"]:
         assert lv["ok"] == 2 and lv["lost"] == 0 and lv["answers_per_s"] > 0
         assert lv["bottleneck"]["stage"] in lv["stage_ms"]
-        assert lv["stage_ms"]["generate"]["p99"] >= lv["stage_ms"]["generate"]["p50"]
+        assert lv["stage_ms"]["generate"]["p50"] > 0
+        assert lv["stage_ms"]["generate"]["p99"] is None  # 2 answers: no tail percentile
         assert lv["cpu_seconds"] > 0 and lv["energy"]["source"]
     text = (pout / "report.md").read_text()
     assert "## Bottleneck" in text and "Running this on a GPU server" in text
@@ -265,12 +266,16 @@ def test_bench_end_to_end_tiny(tmp_path, demo_index, demo_corpus):
     assert _cli("bench", "pareto", "--quality-results", qout, "--perf-results", pout,
                 "--out", xout) == 0  # one judged question: below the default minimum
     pareto = json.loads((xout / "results.json").read_text())
-    assert not pareto["front"] and len(pareto["too_few_questions"]) == 4
+    assert not pareto["front"] and len(pareto["too_few_questions"]) == 2
+    assert [lv["name"] for lv in pareto["perf_levels"]] == ["hdrr in-process C=1",
+                                                            "hdrr in-process C=2"]
+    assert not pareto["energy_axis"]  # no energy measured here: FACET on three axes
     assert _cli("bench", "pareto", "--quality-results", qout, "--perf-results", pout,
                 "--min-questions", "1", "--out", xout) == 0
     pareto = json.loads((xout / "results.json").read_text())
     assert pareto["front"] and set(pareto["choices"]) == set(P.SLAS)
-    assert len(pareto["rows"]) == 4 and (xout / "pareto.png").is_file()
+    assert len(pareto["rows"]) == 2 and (xout / "pareto.png").is_file()
+    assert all("energy" not in c["sla"]["weights"] for c in pareto["choices"].values())
 
 
 @pytest.mark.integration

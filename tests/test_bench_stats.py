@@ -223,3 +223,28 @@ def test_facet_choice_when_no_row_meets_the_sla():
     assert len(out["scored"]) == 2 and not any(s["meets_sla"] for s in out["scored"])
     assert all(s["score"] > 0 for s in out["scored"])
     assert stats.facet_choice([], SLA) == {"best": None, "scored": []}
+
+
+def test_facet_energy_axis_only_when_the_sla_sets_it():
+    sla = {**SLA, "energy_max": 100.0, "weights": {**SLA.get("weights", {}), "energy": 1.0}}
+    row = {"latency": 5.0, "cost": 50.0, "quality": 0.9, "energy": 200.0}
+    ratios = stats.facet_ratios(row, sla)
+    assert ratios["energy"] == pytest.approx(0.5)
+    assert not stats.meets_sla(row, sla)  # twice the energy ceiling
+    assert stats.meets_sla({**row, "energy": 50.0}, sla) == stats.meets_sla(row, SLA)
+    assert "energy" not in stats.facet_ratios(row, SLA)
+    with pytest.raises(ValueError, match="no measured energy"):
+        stats.facet_score({**row, "energy": None}, sla)
+
+
+def test_agreement_ci_resamples_clusters():
+    human = ["correct", "incorrect", "refusal", "correct"] * 10
+    judged = ["correct", "incorrect", "refusal", "incorrect"] * 10
+    clusters = [i // 4 for i in range(40)]  # ten questions of four answers
+    out = stats.agreement_ci(human, judged, clusters, labels=("correct", "incorrect", "refusal"))
+    assert out["accuracy"]["estimate"] == pytest.approx(0.75)
+    # every question has the same mix, so resampling questions cannot move the estimate
+    assert out["accuracy"]["low"] == pytest.approx(0.75) == out["accuracy"]["high"]
+    assert out["kappa"]["n"] == 40 and out["kappa"]["low"] <= out["kappa"]["high"]
+    mixed = stats.agreement_ci(human, human[:20] + judged[20:], clusters)
+    assert mixed["accuracy"]["low"] < mixed["accuracy"]["estimate"] < mixed["accuracy"]["high"]

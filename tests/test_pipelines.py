@@ -171,3 +171,31 @@ def test_bad_questions_and_missing_variants_are_clear_errors(pipe):
         pipe.answer("revenue?", "magic")
     with pytest.raises(FileNotFoundError, match="--variant meta"):
         pipe.answer("revenue?", "cbr_meta", generate=False)
+
+
+def test_neighbouring_chunks_are_joined_once():
+    from retrieval.chunking import chunk_pages
+    from retrieval.context import merge_neighbours
+    from retrieval.documents import ParsedPage
+
+    pages = [ParsedPage(n, " ".join(f"p{n}w{i}" for i in range(300))) for n in (1, 2, 3)]
+    chunks = chunk_pages(pages, size=1000, overlap=500)
+
+    class C:
+        def __init__(self, ch, doc="ACME_2023_10K"):
+            self.chunk_id, self.doc_id, self.text = 100 + ch.seq, doc, ch.text
+            self.first_page, self.last_page = ch.first_page, ch.last_page
+
+    c = [C(ch) for ch in chunks]
+    # ranked: chunk 3, then its neighbours 4 and 2, an unrelated 9, another filing's 5
+    spans = merge_neighbours([c[3], c[4], c[9], c[2], C(chunks[5], "OTHER_2023_10K")])
+    assert [s.chunk_id for s in spans] == [103, 109, 105]
+    joined = spans[0]
+    assert joined.ids == (102, 104)
+    whole = "\n".join(" ".join(p.text.split()) for p in pages)
+    assert joined.text in whole  # one contiguous passage, nothing repeated
+    assert joined.text.startswith(c[2].text) and joined.text.endswith(c[4].text)
+    assert (joined.first_page, joined.last_page) == (c[2].first_page, c[4].last_page)
+    blocks = build_blocks([c[3], c[4], c[2]], words, budget=10_000)
+    assert len(blocks) == 1 and blocks[0].chunk_id == 103
+    assert words(blocks[0].text) < sum(words(x.text) for x in (c[2], c[3], c[4]))
