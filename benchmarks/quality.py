@@ -71,7 +71,12 @@ def system_config(pipe, system: str) -> dict[str, Any]:
             "pipeline": pipe.settings.model_dump(), "cascade": pipe.profile.cascade.model_dump(),
             "models": pipe.model_ids(), "index": index_fingerprint(index),
             "use_llm_router": pipe.use_llm_router, "generate": True,
-            "code": R.code_version("retrieval", "models")}
+            "code": code_version()}
+
+
+def code_version() -> str:
+    """The code that makes answers: retrieval/ and models/ (the demo corpus generator aside)."""
+    return R.code_version("retrieval", "models", exclude=("retrieval/demo",))
 
 
 def available_systems(pipe, wanted: list[str] | None) -> list[str]:
@@ -109,7 +114,7 @@ def run_quality(pipe, questions, systems: list[str], cache_dir: Path, *, judge_e
     answers = R.JsonlCache(cache_dir / "answers.jsonl")
     verdicts = R.JsonlCache(cache_dir / "verdicts.jsonl")
     hashes = {s: R.config_hash(system_config(pipe, s)) for s in systems}
-    jhash = R.config_hash(J.judge_config(judge_engine))
+    jhash = R.config_hash(J.judge_config(judge_engine)) if judge_engine is not None else None
     plan = [(i, q, s) for i, q in enumerate(questions) for s in systems
             if limits.get(s) is None or i < limits[s]]
     keys = {(q.id, s): f"{q.id}|{s}|{hashes[s]}" for _, q, s in plan}
@@ -149,11 +154,16 @@ def run_quality(pipe, questions, systems: list[str], cache_dir: Path, *, judge_e
                     bar.update(1)
             mine.append(rec)
         judged = [r for r in mine if r["answer"] is not None and q.gold_answer]
-        run = J.judge_cached(judge_engine, [{"question": q.question, "gold_answer": q.gold_answer,
-                                             "model_answer": r["answer"]["answer"]} for r in judged],
-                             [f"{jhash}|{r['key']}" for r in judged], verdicts,
-                             chunk=max(1, len(judged)), progress=False, cached_only=cached_only)
-        verdict_of = {r["key"]: res for r, res in zip(judged, run.results)}
+        rows = [{"question": q.question, "gold_answer": q.gold_answer,
+                 "model_answer": r["answer"]["answer"]} for r in judged]
+        if judge_engine is None:  # the scorer alone: what it cannot decide stays unlabelled
+            decided = J.rule_results(rows)
+            results = [decided.get(i) for i in range(len(rows))]
+        else:
+            results = J.judge_cached(judge_engine, rows, [f"{jhash}|{r['key']}" for r in judged],
+                                     verdicts, chunk=max(1, len(judged)), progress=False,
+                                     cached_only=cached_only).results
+        verdict_of = {r["key"]: res for r, res in zip(judged, results)}
         for r in mine:
             res = verdict_of.get(r["key"])
             records.append({"id": q.id, "system": r["system"], "config_hash": r["config_hash"],
@@ -361,10 +371,12 @@ def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> s
         + (f"; split `{meta['split']}` of `benchmarks/splits.py`" if meta.get("split") else "")
         + ". **Accuracy** is the share of answers labelled correct (FinanceBench's labels: "
         "correct / incorrect / refusal). The deterministic scorer (`benchmarks/scorer.py`: "
-        "reference figures with units and rounding, yes/no, refusals) labels what it can; the "
-        f"LLM judge `{meta['judge']['model_id']}` (profile `{meta['judge_profile']}`, greedy, "
-        "HDRR rubric) labels the rest — "
-        f"{meta.get('by_rule', 0)} of the verdicts came from the scorer. Each answer's cost is "
+        "reference figures with units and rounding, yes/no, refusals) labels what it can; "
+        + (f"the LLM judge `{meta['judge']['model_id']}` (profile `{meta['judge_profile']}`, "
+           "greedy, HDRR rubric) labels the rest — " if meta["judge"]["model_id"] else
+           "**no LLM judge ran (`--scorer-only`)**: the answers it cannot decide stay "
+           "unlabelled, and accuracy is over the labelled ones only — ")
+        + f"{meta.get('by_rule', 0)} of the verdicts came from the scorer. Each answer's cost is "
         f"from its own Answer record; energy source: {meta['energy_source']}. Latency is wall "
         "time on this machine in one process — compare systems within this run only.", ""]
     short = {s: (v["answered"] + v["errors"], meta["planned"][s]) for s, v in S.items()
@@ -528,6 +540,9 @@ def add_parser(sub) -> None:
                    "draw the report from what the caches hold")
     p.add_argument("--judge-profile", default=None, help="profile whose judge scores the "
                    "answers (default: --profile)")
+    p.add_argument("--scorer-only", action="store_true", help="no LLM judge: the deterministic "
+                   "scorer labels what it can, the rest stay unlabelled (accuracy is then over "
+                   "the labelled answers only)")
     p.add_argument("--name", default=None, help="results folder name (default quality_<profile>)")
     p.add_argument("--out", type=Path, default=None, help="results folder (overrides --name)")
     p.add_argument("--quiet", action="store_true")
@@ -553,7 +568,9 @@ def main(args) -> int:
     try:
         systems = available_systems(pipe, [s for s in args.systems.split(",") if s] or None)
         judge_profile = args.judge_profile or pipe.profile.name
-        if judge_profile == pipe.profile.name:
+        if args.scorer_only:
+            judge_engine = None
+        elif judge_profile == pipe.profile.name:
             judge_engine = pipe.engine(J.judge_role(pipe.profile))
         else:
             judge_engine = J.load_judge(judge_profile)
@@ -563,7 +580,8 @@ def main(args) -> int:
                               cached_only=args.cached_only)
         from benchmarks.scorer import VERSION
 
-        jconf = {**J.judge_config(judge_engine), "scorer": VERSION}
+        jconf = {**(J.judge_config(judge_engine) if judge_engine is not None
+                    else {"model_id": None}), "scorer": VERSION}
         meta = {"command": R.command_line(args), "profile": pipe.profile.name,
                 "index": str(pipe.index.folder),
                 "questions_file": str(args.questions), "questions": len(questions),

@@ -31,15 +31,18 @@ def config_hash(config: Any, length: int = 12) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:length]
 
 
-def code_version(*folders: str, length: int = 12) -> str:
+def code_version(*folders: str, exclude: tuple[str, ...] = (), length: int = 12) -> str:
     """A short sha256 of the source (``*.py``, ``*.yaml``) under ``folders`` of this repository
-    (e.g. ``"retrieval", "models"``): part of every cache key, so that a change of code or of a
-    prompt makes the cached results stale instead of silently reused."""
+    (e.g. ``"retrieval", "models"``), less the subfolders in ``exclude``: part of every cache
+    key, so that a change of code or of a prompt makes the cached results stale instead of
+    silently reused."""
     digest = hashlib.sha256()
+    skip = [REPO / e for e in exclude]
     for folder in folders:
         root = REPO / folder
         files = sorted(p for p in root.rglob("*") if p.suffix in (".py", ".yaml")
-                       and p.is_file() and "__pycache__" not in p.parts)
+                       and p.is_file() and "__pycache__" not in p.parts
+                       and not any(p.is_relative_to(e) for e in skip))
         for path in files:
             digest.update(str(path.relative_to(REPO)).encode() + b"\0")
             digest.update(path.read_bytes() + b"\0")

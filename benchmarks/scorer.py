@@ -23,7 +23,8 @@ list numbers, dates (``June 30, 2023``) and citation tags (``[DOC p.N]``) are no
 Two figures match when, after scale words, they are equal within ``TOLERANCE`` (1%) of the
 reference or within the rounding of the coarser of the two as written (half a unit of its last
 digit, when that is at most 5% of the reference); a figure without a scale word may stand at
-any power of 1,000 (the question fixes the unit: "$1,577 million" = "$1.577 billion" = 1577),
+any power of 1,000 when the other has one (the question fixes the unit: "$1,577 million" =
+"$1.577 billion" = 1577, but 11.2 is not 0.0112),
 and a percentage matches the same ratio as a fraction (65.4% = 0.654). Signs are compared
 only when both figures carry one explicitly.
 
@@ -37,7 +38,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-VERSION = 2  # bump on any change of a rule: it is part of every verdict cache key
+VERSION = 3  # bump on any change of a rule: it is part of every verdict cache key
 SHORT_WORDS = 14
 TOLERANCE = 0.01
 REFUSAL_WITHIN = 400
@@ -123,7 +124,8 @@ def _pairs(ref: Figure, cand: Figure) -> list[tuple[float, float, float]]:
     if ref.percent != cand.percent:  # 65.4% vs 0.654
         pairs.append((ref.value / 100, cand.value, cand.step) if ref.percent
                      else (ref.value, cand.value / 100, cand.step / 100))
-    if not (ref.scaled and cand.scaled):  # one side's unit is implied by the question
+    if ref.scaled != cand.scaled and not (ref.percent or cand.percent):
+        # one side wrote a scale word, the other's unit is implied by the question
         for power in (1e3, 1e6, 1e9, 1e12):
             pairs += [(ref.value, cand.value / power, cand.step / power),
                       (ref.value, cand.value * power, cand.step * power)]

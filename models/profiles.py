@@ -48,6 +48,7 @@ class PipelineSettings(BaseModel):
     rrf_k: int = 60
     large_rerank: bool = True  # run the cascade's large stage (False: light stage + cutoff)
     context_tokens: int = 3000  # generator context budget for retrieved text
+    context_tables: bool = False  # repeat a block's table rows with their column names
     answer_tokens: int = 256  # generator max new tokens
     sfr_part_tokens: int = 6000  # SFR: whole-document parts of at most this many tokens
     agentic_max_retries: int = 2  # entity-anchored retries after a failed verification

@@ -18,12 +18,16 @@ NOT_FOUND = "Not found in the provided filings."
 
 # Small models over-use a scripted refusal ("reply exactly: not found") even when the answer is
 # in the context, so the prompt only asks them to say so; the question is given before and
-# after the context, which keeps a small model on it across a long context.
+# after the context, which keeps a small model on it across a long context. They also copy a
+# placeholder tag such as "[DOC_ID p.N]" literally, so the example tag is a real-looking one.
 SYSTEM_PROMPT = (
     "You answer questions about companies' SEC filings using only the context passages below. "
-    "Each passage starts with a tag like [DOC_ID p.N]; cite the passages you use by copying "
-    "their tag, e.g. [3M_2018_10K p.60]. Answer in one or two sentences, giving numbers with "
-    "their units. If the passages do not contain the answer, say so."
+    "Begin with the answer itself: the figure with its unit, Yes or No, or the name asked for. "
+    "When the question asks for a ratio, a margin or a change, take each figure from the "
+    "passages, write the calculation in one line and give the result rounded as asked. Cite "
+    "the passages you use by copying the tag in square brackets that starts each one, e.g. "
+    "[3M_2018_10K p.60]. Answer in one to three sentences. If the passages do not contain the "
+    "answer, say so."
 )
 
 
@@ -139,15 +143,40 @@ def merge_neighbours(chunks: list) -> list[Span]:
     return spans
 
 
-def build_blocks(chunks: list, count: Callable[[str], int], budget: int) -> list[Block]:
+def table_rows(text: str, tables: list[dict], max_rows: int = 40) -> str:
+    """The rows of ``tables`` (catalog records: page, header, rows) whose label is in ``text``,
+    one line each with every cell named by its column: a small model reads "2018: 1,488" where
+    it misreads the same figures as a run of numbers under headers far above."""
+    flat = " ".join(text.split())
+    lines = []
+    for t in tables:
+        columns = [h for h in t["header"] if h != "label"]
+        for row in t["rows"]:
+            label = " ".join(str(row.get("label", "")).split())
+            cells = [f"{c}: {row[c]}" for c in columns if row.get(c) not in (None, "")]
+            if label and cells and label in flat:
+                lines.append(f"{label} | " + " | ".join(cells))
+        if len(lines) >= max_rows:
+            break
+    return "\n".join(lines[:max_rows])
+
+
+def build_blocks(chunks: list, count: Callable[[str], int], budget: int,
+                 tables: Callable[[str, int, int], list[dict]] | None = None) -> list[Block]:
     """Blocks from chunks (anything with chunk_id, doc_id, first_page, last_page, text), in the
     order given, neighbours of one document joined (``merge_neighbours``), while they fit in
     ``budget`` tokens; the last one that does not fit whole is cut (if at least 64 tokens of
-    room are left)."""
+    room are left). With ``tables`` (doc id, first page, last page → the catalog's tables on
+    those pages), a block whose text holds table rows gets them again after its text as
+    labelled rows (``table_rows``)."""
     blocks: list[Block] = []
     used = 0
     for c in merge_neighbours(chunks):
         text = mark_pages(c.text, c.first_page)
+        if tables is not None:
+            rows = table_rows(c.text, tables(c.doc_id, c.first_page, c.last_page))
+            if rows:
+                text += "\n[table rows, each figure with its column]\n" + rows
         header = f"[{c.doc_id} p.{c.first_page}]\n"
         need = count(header + text)
         if used + need > budget:

@@ -314,8 +314,17 @@ class Pipeline:
         run.record("kept", kept, [None] * len(kept))
         return kept
 
-    def _blocks(self, hits: list[Hit], budget: int | None = None) -> list[Block]:
-        return build_blocks(hits, self.count_tokens, budget or self.settings.context_tokens)
+    def _blocks(self, hits: list[Hit], budget: int | None = None,
+                index: Index | None = None) -> list[Block]:
+        tables = None
+        if self.settings.context_tables:
+            catalog = (index or self.index).catalog
+
+            def tables(doc_id: str, first: int, last: int) -> list[dict]:
+                return [t for page in range(first, last + 1)
+                        for t in catalog.tables(doc_id, page)]
+        return build_blocks(hits, self.count_tokens, budget or self.settings.context_tokens,
+                            tables)
 
     def _generate_all(self, runs: list[tuple[_Run, list[Block], list]],
                       on_text: Callable[[str], None] | None) -> None:
@@ -364,7 +373,8 @@ class Pipeline:
 
     # systems ------------------------------------------------------------------------
     def _cbr(self, run: _Run, index: Index | None = None) -> list[Block]:
-        return self._blocks(self._retrieve(run, index or self.index, run.answer.query))
+        index = index or self.index
+        return self._blocks(self._retrieve(run, index, run.answer.query), index=index)
 
     def _variant(self, run: _Run) -> list[Block]:
         variant = VARIANT_OF[run.answer.system]

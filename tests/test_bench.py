@@ -3,6 +3,7 @@ one tiny end-to-end run of quality → perf → pareto → judge-calibration on 
 with the tiny profile (real index, real packaged weights, real judge)."""
 
 import json
+import shutil
 
 import pytest
 
@@ -248,6 +249,17 @@ def test_bench_end_to_end_tiny(tmp_path, demo_index, demo_corpus):
     assert len(R.JsonlCache(answers).records) == 2
     assert "**Partial run**: answered so far cbr 1 of 2, hdrr 1 of 2" in \
         (qout / "report.md").read_text()
+    # other settings make the cached answers stale: shown as such, in no figure
+    sout = tmp_path / "stale"
+    shutil.copytree(qout / "cache", sout / "cache")
+    assert _cli("bench", "quality", *common, "--systems", "cbr,hdrr", "--limit", "1",
+                "--large-rerank", "--cached-only", "--out", sout, "--quiet") == 0
+    stale = json.loads((sout / "results.json").read_text())
+    assert stale["stale"] == {"cbr": 1, "hdrr": 1} and stale["systems"]["hdrr"]["judged"] == 0
+    assert "**Stale answers left out**: cbr 1, hdrr 1" in (sout / "report.md").read_text()
+    rows = [json.loads(x) for x in (sout / "per_question.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and all(r["stale"] for r in rows)
+    assert len(R.JsonlCache(sout / "cache" / "answers.jsonl").records) == 2  # nothing answered
 
     assert _cli("bench", "perf", "--in-process", *common, "--concurrency", "1,2",
                 "--requests", "2", "--warmup", "0", "--out", pout, "--quiet") == 0
@@ -302,3 +314,18 @@ def test_judge_calibration_tiny(tmp_path):
     assert "held out" in report
     assert (out / "agreement.png").is_file() and (out / "scores_by_label.png").is_file()
     assert (out / "verdicts.jsonl").read_text() == before  # no new LLM verdict
+
+
+def test_code_version_follows_the_source(tmp_path, monkeypatch):
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "a.py").write_text("PROMPT = 'one'\n")
+    (tmp_path / "pkg" / "sub" / "b.py").write_text("x = 1\n")
+    monkeypatch.setattr(R, "REPO", tmp_path)
+    first = R.code_version("pkg")
+    assert R.code_version("pkg") == first
+    (tmp_path / "pkg" / "a.py").write_text("PROMPT = 'two'\n")  # a prompt edit
+    assert R.code_version("pkg") != first
+    second = R.code_version("pkg", exclude=("pkg/sub",))
+    (tmp_path / "pkg" / "sub" / "b.py").write_text("x = 2\n")
+    assert R.code_version("pkg", exclude=("pkg/sub",)) == second
+    assert R.code_version("pkg") != R.code_version("pkg", exclude=("pkg/sub",))

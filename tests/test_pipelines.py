@@ -199,3 +199,30 @@ def test_neighbouring_chunks_are_joined_once():
     blocks = build_blocks([c[3], c[4], c[2]], words, budget=10_000)
     assert len(blocks) == 1 and blocks[0].chunk_id == 103
     assert words(blocks[0].text) < sum(words(x.text) for x in (c[2], c[3], c[4]))
+
+
+def test_table_rows_name_every_cell_and_follow_the_text():
+    from retrieval.context import table_rows
+
+    table = {"page": 60, "header": ["label", "2018", "2017"],
+             "rows": [{"label": "Depreciation and amortization", "2018": "1,488", "2017": "1,544"},
+                      {"label": "Cash Flows from Investing Activities"},
+                      {"label": "Purchases of property, plant and equipment (PP&E)",
+                       "2018": "(1,577)", "2017": "(1,373)"}]}
+    text = "Depreciation and  amortization 1,488 1,544\nInventories (509) (387)"
+    assert table_rows(text, [table]) == "Depreciation and amortization | 2018: 1,488 | 2017: 1,544"
+
+    class C:
+        chunk_id, doc_id, first_page, last_page = 1, "3M_2018_10K", 60, 60
+
+    C.text = text
+    seen = []
+
+    def tables(doc_id, first, last):
+        seen.append((doc_id, first, last))
+        return [table]
+
+    [block] = build_blocks([C()], words, budget=500, tables=tables)
+    assert seen == [("3M_2018_10K", 60, 60)]
+    assert block.text.endswith("Depreciation and amortization | 2018: 1,488 | 2017: 1,544")
+    assert block.tokens == words(f"[3M_2018_10K p.60]\n{block.text}")

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from benchmarks import scorer
-from tests.conftest import FINANCEBENCH, need_shared
+from conftest import FINANCEBENCH, need_shared
 
 QTY = "What is the FY2018 capital expenditure amount (in USD millions)?"
 
@@ -86,3 +86,10 @@ def test_split_is_fixed_stratified_and_disjoint():
     # independent of file order
     assert split_of(reversed(records)) == split_of(records)
     assert split_of(records)["financebench_id_03029"] == "test"
+
+
+def test_no_thousandfold_rescaling_of_bare_ratios():
+    # 11.2% is not 0.0112 ~ 0.01; bare numbers on both sides are compared as written
+    assert scorer.score("0.01", "The ROA is 11.2%.", QTY).label == "incorrect"
+    assert scorer.score("0.01", "The ROA is 11.2.", QTY).label == "incorrect"
+    assert scorer.score("1577", "Capex was 1,577,000.", QTY).label == "incorrect"
