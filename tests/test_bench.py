@@ -164,28 +164,35 @@ def test_select_rows_limits_per_configuration_and_names_unknown_ones():
 
 
 def test_pareto_configurations_and_sla_parsing():
-    quality = {"systems": {
-        "cbr": {"average": 5.0, "tokens_per_query": 900.0, "latency_s": {"p50": 10.0}},
-        "hdrr": {"average": 7.0, "tokens_per_query": 1000.0, "latency_s": {"p50": 12.0}},
-        "sfr": {"average": 6.0, "tokens_per_query": 90000.0, "latency_s": {"p50": 300.0}}}}
+    def system(correct, average, tokens, p50, joules=None):
+        return {"labels": {"correct": correct}, "average": average, "tokens_per_query": tokens,
+                "latency_s": {"p50": p50}, "joules_per_query": joules, "judged": 30}
+
+    quality = {"systems": {"cbr": system(0.30, 5.0, 900.0, 10.0),
+                           "hdrr": system(0.45, 7.0, 1000.0, 12.0),
+                           "sfr": system(0.40, 6.0, 90000.0, 300.0)}}
+    rows = P.configurations(quality, quality_key="accuracy", cost_key="tokens")
+    assert [r["name"] for r in rows] == ["cbr", "hdrr", "sfr"]
+    # quality, cost and latency of a point all come from the one quality run
+    assert (rows[1]["quality"], rows[1]["cost"], rows[1]["latency"]) == (0.45, 1000.0, 12.0)
+    assert P.configurations(quality, quality_key="average", cost_key="tokens")[1]["quality"] == 7.0
     perf = {"meta": {"system": "hdrr", "mode": "in-process"},
-            "levels": [{"concurrency": 2, "prompt_tokens": 900, "completion_tokens": 100,
-                        "energy": {"joules_per_answer": None}, "latency_ms": {"p50": 20000},
-                        "answers_per_s": 0.1}]}
-    rows = P.configurations(quality, [perf], quality_key="average", cost_key="tokens")
-    assert [r["name"] for r in rows] == ["cbr", "hdrr", "sfr", "hdrr in-process C=2"]
-    assert rows[3]["quality"] == 7.0 and rows[3]["cost"] == 1000 and rows[3]["latency"] == 20.0
+            "levels": [{"concurrency": 2, "prompt_tokens": 900, "completion_tokens": 100, "ok": 30,
+                        "energy": {"joules_per_answer": None},
+                        "latency_ms": {"p50": 20000, "p95": 31000}, "answers_per_s": 0.1}]}
     before, after = perf | {"folder": "perf_before"}, perf | {"folder": "perf_after"}
-    two = P.configurations(quality, [before, after], quality_key="average", cost_key="tokens")
-    assert [r["name"] for r in two[3:]] == ["hdrr in-process C=2 (perf_before)",
-                                            "hdrr in-process C=2 (perf_after)"]
+    levels = P.perf_levels([before, after])
+    assert [lv["name"] for lv in levels] == ["hdrr in-process C=2 (perf_before)",
+                                             "hdrr in-process C=2 (perf_after)"]
+    assert levels[0]["tokens"] == 1000 and levels[0]["p95_s"] == 31.0
     from benchmarks import stats
 
     front = stats.pareto_front(rows, maximize=("quality",), minimize=("cost", "latency"))
     assert [r["name"] for r in front] == ["cbr", "hdrr"]
-    name, sla = P.parse_sla("fast:latency_max=15,cost_max=2000,quality_min=6,w_latency=3")
+    name, sla = P.parse_sla("fast:latency_max=15,cost_max=2000,quality_min=0.4,w_latency=3")
     assert name == "fast" and sla["weights"] == {"latency": 3.0}
     assert stats.facet_choice(rows, sla)["best"]["name"] == "hdrr"
+    assert "energy_max" not in P.without_energy(P.SLAS["interactive"])
     for bad in ("nocolon", "x:latency_max=abc", "x:speed=3", "x:latency_max=0,cost_max=1,"
                 "quality_min=1"):
         with pytest.raises(ValueError):
