@@ -240,10 +240,11 @@ def test_bench_end_to_end_tiny(tmp_path, demo_index, demo_corpus):
     # resume: a finished run answers and judges nothing again; a record cut by a kill is redone
     answers = qout / "cache" / "answers.jsonl"
     verdicts = qout / "cache" / "verdicts.jsonl"
-    before_v = verdicts.read_text()
+    before_v = verdicts.read_text() if verdicts.exists() else None  # the scorer may decide all
     assert _cli("bench", "quality", *common, "--systems", "cbr,hdrr", "--limit", "1",
                 "--out", qout, "--quiet") == 0
-    assert verdicts.read_text() == before_v and len(answers.read_text().splitlines()) == 2
+    assert (verdicts.read_text() if verdicts.exists() else None) == before_v
+    assert len(answers.read_text().splitlines()) == 2
     kept = answers.read_text().splitlines()
     answers.write_text(kept[0] + "\n" + kept[1][: len(kept[1]) // 2])
     assert _cli("bench", "quality", *common, "--systems", "cbr,hdrr", "--limit", "1",
