@@ -22,7 +22,7 @@ NOT_FOUND = "Not found in the provided filings."
 # placeholder tag such as "[DOC_ID p.N]" literally, so the example tag is a real-looking one.
 SYSTEM_PROMPT = (
     "You answer questions about companies' SEC filings using only the context passages below. "
-    "Begin with the answer itself: the figure with its unit, Yes or No, or the name asked for. "
+    "State the answer in your first sentence (Yes or No first when the question asks so). "
     "When the question asks for a ratio, a margin or a change, take each figure from the "
     "passages, write the calculation in one line and give the result rounded as asked. Cite "
     "the passages you use by copying the tag in square brackets that starts each one, e.g. "
