@@ -204,6 +204,39 @@ def scorer_section(rows: list[dict]) -> tuple[dict[str, Any], list[str]]:
     return res, lines + [""]
 
 
+def scorer_plot(res: dict[str, Any], out: Path, title: str) -> str:
+    """The scorer's confusion against people, and its agreement per rule."""
+    import numpy as np
+
+    plt = R.pyplot()
+    conf = res["confusion"]
+    m = np.array([[conf.get(h, {}).get(j, 0) for j in J.LABELS] for h in J.LABELS])
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    ax = axes[0]
+    ax.imshow(m, cmap="Blues")
+    for (i, j), v in np.ndenumerate(m):
+        ax.text(j, i, str(v), ha="center", va="center",
+                color="white" if v > m.max() / 2 else "black")
+    ax.set_xticks(range(3), J.LABELS)
+    ax.set_yticks(range(3), J.LABELS)
+    ax.set_xlabel("scorer")
+    ax.set_ylabel("people")
+    ax.set_title(f"confusion on the {res['n']} answers it decides")
+    ax = axes[1]
+    rules = list(res["by_rule"])
+    ax.barh(range(len(rules)), [res["by_rule"][r]["accuracy"] or 0 for r in rules])
+    ax.set_yticks(range(len(rules)), [f"{r} (n={res['by_rule'][r]['n']})" for r in rules])
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("agreement with people")
+    ci = res["ci"]["accuracy"]
+    ax.axvspan(ci["low"] or 0, ci["high"] or 0, color="grey", alpha=0.2,
+               label="all rules, 95% CI")
+    ax.legend(fontsize=8, loc="lower left")
+    ax.set_title(f"decides {100 * (res['coverage'] or 0):.0f}% of the answers")
+    fig.suptitle(title)
+    return R.savefig(fig, out, "scorer.png")
+
+
 def run(*, profiles: list[str], labelled: Path, configurations: list[str] | None,
         limit: int | None, out: Path, command: str, chunk: int = 8, rules: bool = True,
         progress: bool = True, split: str = "test", questions: Path | None = None,
@@ -250,7 +283,8 @@ def run(*, profiles: list[str], labelled: Path, configurations: list[str] | None
     summary = {"command": command, "config_hash": chash, "labelled": str(labelled),
                "split": split, "configurations": sorted({r["configuration"] for r in rows}),
                "rows": len(rows), "questions": len({r["financebench_id"] for r in rows}),
-               "scorer": scorer_res, "judges": configs, "results": results}
+               "scorer": scorer_res, "scorer_version": scorer.VERSION, "judges": configs,
+               "results": results}
     R.write_json(out / "results.json", summary)
     R.write_json(out / "verdicts.json", records_all)
     lines = R.header("Scorer and judge calibration against FinanceBench's human labels",
@@ -261,7 +295,8 @@ def run(*, profiles: list[str], labelled: Path, configurations: list[str] | None
                  "them." if split == "test" else ".")
               + " People's labels *Correct Answer / Incorrect Answer / Refusal* against ours. "
               "Raw verdicts: `verdicts.json`; figures: `results.json`.", ""]
-    lines += scorer_lines
+    png = scorer_plot(scorer_res, out, f"deterministic scorer vs people, `{split}` questions")
+    lines += scorer_lines + [f"![{png}]({png})", ""]
     for name, res in results.items():
         c = configs[name]
         jr = res["judge"]

@@ -394,7 +394,7 @@ def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> s
     if meta.get("calibration"):
         c = meta["calibration"]
         lines += [f"**How far to trust the labels**: on {c['n']} human-labelled FinanceBench "
-                  f"answers of the held-out `{c.get('split', 'test')}` questions, scorer + judge "
+                  f"answers of the held-out `{c.get('split', 'test')}` questions, {c['who']} "
                   f"agreed with people {R.pct(c['accuracy'])} of the time, Cohen's kappa "
                   f"{c['kappa']:.2f} ({c['band']}); see `{c['report']}`.", ""]
     else:
@@ -498,12 +498,19 @@ def _calibration(profile: str, judge_model: str) -> dict | None:
     from benchmarks.scorer import VERSION
 
     data = json.loads(path.read_text())
-    res = (data.get("results") or {}).get(profile)
-    judge = (data.get("judges") or {}).get(profile) or {}
-    if not res or judge.get("model_id") != judge_model or judge.get("scorer") != VERSION:
-        return None  # calibrated another judge or scorer
+    if judge_model is None:  # --scorer-only: the scorer's own agreement on what it decides
+        res = data.get("scorer") or {}
+        if not res or data.get("scorer_version") != VERSION:
+            return None
+        who = "the scorer, on the answers it decides,"
+    else:
+        res = (data.get("results") or {}).get(profile)
+        judge = (data.get("judges") or {}).get(profile) or {}
+        if not res or judge.get("model_id") != judge_model or judge.get("scorer") != VERSION:
+            return None  # calibrated another judge or scorer
+        who = "scorer + judge"
     return {"n": res["n"], "accuracy": res["accuracy"], "kappa": res["kappa"] or 0.0,
-            "band": kappa_band(res["kappa"]), "split": data.get("split"),
+            "band": kappa_band(res["kappa"]), "split": data.get("split"), "who": who,
             "report": str(path.parent.relative_to(R.REPO) / "report.md")}
 
 
