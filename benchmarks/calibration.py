@@ -280,7 +280,7 @@ def run(*, profiles: list[str], labelled: Path, configurations: list[str] | None
                                 "reason": res.judgement.reason if res.judgement else res.error})
     chash = R.config_hash({"profiles": configs, "rows": [row_key(r) for r in rows],
                            "scorer": scorer.VERSION, "split": split})
-    summary = {"command": command, "config_hash": chash, "labelled": str(labelled),
+    summary = {"command": command, "config_hash": chash, "labelled": R.shown_path(labelled),
                "split": split, "configurations": sorted({r["configuration"] for r in rows}),
                "rows": len(rows), "questions": len({r["financebench_id"] for r in rows}),
                "scorer": scorer_res, "scorer_version": scorer.VERSION, "judges": configs,
@@ -290,7 +290,8 @@ def run(*, profiles: list[str], labelled: Path, configurations: list[str] | None
     lines = R.header("Scorer and judge calibration against FinanceBench's human labels",
                      command, chash)
     lines += [f"{len(rows)} human-labelled answers to the {summary['questions']} questions of "
-              f"the `{split}` split ({', '.join(summary['configurations'])}) from `{labelled}`"
+              f"the `{split}` split ({', '.join(summary['configurations'])}) from "
+              f"`{summary['labelled']}`"
               + (" — held out: no rule of the scorer and no prompt was written while reading "
                  "them." if split == "test" else ".")
               + " People's labels *Correct Answer / Incorrect Answer / Refusal* against ours. "

@@ -590,8 +590,8 @@ def main(args) -> int:
         jconf = {**(J.judge_config(judge_engine) if judge_engine is not None
                     else {"model_id": None}), "scorer": VERSION}
         meta = {"command": R.command_line(args), "profile": pipe.profile.name,
-                "index": str(pipe.index.folder),
-                "questions_file": str(args.questions), "questions": len(questions),
+                "index": R.shown_path(pipe.index.folder),
+                "questions_file": R.shown_path(args.questions), "questions": len(questions),
                 "split": None if args.split == "all" else args.split,
                 "limits": limits, "reference": args.reference, "judge": jconf,
                 "planned": {s: min(limits.get(s, len(questions)), len(questions))

@@ -49,6 +49,17 @@ def code_version(*folders: str, exclude: tuple[str, ...] = (), length: int = 12)
     return digest.hexdigest()[:length]
 
 
+def shown_path(path: str | Path) -> str:
+    """A path as a report shows it: relative to the repository (``../shared/...`` for the
+    shared data), never this machine's absolute path."""
+    import os
+
+    path = Path(path)
+    if not path.is_absolute():
+        return str(path)
+    return os.path.relpath(path, REPO)
+
+
 def results_dir(name: str, out: str | Path | None = None) -> Path:
     folder = Path(out) if out else RESULTS / name
     folder.mkdir(parents=True, exist_ok=True)
