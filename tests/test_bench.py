@@ -268,6 +268,12 @@ def test_bench_end_to_end_tiny(tmp_path, demo_index, demo_corpus):
     rows = [json.loads(x) for x in (sout / "per_question.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and all(r["stale"] for r in rows)
     assert len(R.JsonlCache(sout / "cache" / "answers.jsonl").records) == 2  # nothing answered
+    # the scorer alone, on the cached answers: no LLM verdict is asked for
+    assert _cli("bench", "quality", *common, "--systems", "cbr,hdrr", "--limit", "1",
+                "--scorer-only", "--cached-only", "--out", sout, "--quiet") == 0
+    alone = json.loads((sout / "results.json").read_text())
+    assert alone["judge"]["model_id"] is None and not alone["stale"]["hdrr"]
+    assert "no LLM judge ran" in (sout / "report.md").read_text()
 
     assert _cli("bench", "perf", "--in-process", *common, "--concurrency", "1,2",
                 "--requests", "2", "--warmup", "0", "--out", pout, "--quiet") == 0

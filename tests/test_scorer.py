@@ -93,3 +93,23 @@ def test_no_thousandfold_rescaling_of_bare_ratios():
     assert scorer.score("0.01", "The ROA is 11.2%.", QTY).label == "incorrect"
     assert scorer.score("0.01", "The ROA is 11.2.", QTY).label == "incorrect"
     assert scorer.score("1577", "Capex was 1,577,000.", QTY).label == "incorrect"
+
+
+def test_scorer_calibration_on_labelled_answers(tmp_path):
+    from serving.cli import main
+
+    labelled = need_shared(FINANCEBENCH / "labelled_answers")
+    out = tmp_path / "cal"
+    assert main(["bench", "judge-calibration", "--scorer-only", "--split", "test",
+                 "--labelled", str(labelled), "--out", str(out), "--quiet"]) == 0
+    res = json.loads((out / "results.json").read_text())
+    assert res["split"] == "test" and res["questions"] == 47 and not res["results"]
+    sc = res["scorer"]
+    assert 0 < sc["coverage"] < 1 and sc["n"] == round(sc["coverage"] * res["rows"])
+    assert sc["ci"]["kappa"]["low"] <= sc["kappa"] <= sc["ci"]["kappa"]["high"]
+    assert set(sc["by_rule"]) <= {"numeric", "yes_no", "refusal"}
+    report = (out / "report.md").read_text()
+    assert "held out" in report and "No LLM judge was run" in report
+    assert (out / "scorer.png").stat().st_size > 5000
+    assert res["labelled"].startswith("..")  # shown relative to the repository
+    assert f"from `{res['labelled']}`" in report
