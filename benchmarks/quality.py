@@ -100,6 +100,21 @@ def _trim(answer: dict[str, Any]) -> dict[str, Any]:
 
 # --- running ---------------------------------------------------------------------------------
 
+SAMPLE_SEED = "finrag-system-sample-1"
+
+
+def sample_ids(questions, n: int) -> set[str]:
+    """A fixed sample of ``n`` of the questions whose filing is indexed (a slow system such as
+    SFR runs on these only; every other system is reported on the same sample too). Seeded hash
+    order, so the sample does not depend on file order and grows by adding, not replacing."""
+    import hashlib
+
+    routed = [q for q in questions if q.pdf_present and q.doc_name]
+    ranked = sorted(routed, key=lambda q: hashlib.sha256(f"{SAMPLE_SEED}|{q.id}".encode())
+                    .hexdigest())
+    return {q.id for q in ranked[:n]}
+
+
 def run_quality(pipe, questions, systems: list[str], cache_dir: Path, *, judge_engine,
                 limits: dict[str, int] | None = None, progress: bool = True,
                 cached_only: bool = False) -> list[dict]:
@@ -110,13 +125,13 @@ def run_quality(pipe, questions, systems: list[str], cache_dir: Path, *, judge_e
     from benchmarks import judge as J
     from retrieval.evaluation import score_row
 
-    limits = limits or {}
+    samples = {s: sample_ids(questions, n) for s, n in (limits or {}).items()}
     answers = R.JsonlCache(cache_dir / "answers.jsonl")
     verdicts = R.JsonlCache(cache_dir / "verdicts.jsonl")
     hashes = {s: R.config_hash(system_config(pipe, s)) for s in systems}
     jhash = R.config_hash(J.judge_config(judge_engine)) if judge_engine is not None else None
     plan = [(i, q, s) for i, q in enumerate(questions) for s in systems
-            if limits.get(s) is None or i < limits[s]]
+            if s not in samples or q.id in samples[s]]
     keys = {(q.id, s): f"{q.id}|{s}|{hashes[s]}" for _, q, s in plan}
     stale: dict[tuple[str, str], dict] = {}  # answers made by other code or settings
     for key, rec in answers.records.items():
@@ -367,7 +382,7 @@ def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> s
     lines += [
         f"{meta['questions']} questions from `{meta['questions_file']}`, index `{meta['index']}`; "
         f"systems {', '.join(S)}"
-        + (f" (per-system question limits: {meta['limits']})" if meta["limits"] else "")
+        + (f" (per-system samples: {meta['limits']})" if meta["limits"] else "")
         + (f"; split `{meta['split']}` of `benchmarks/splits.py`" if meta.get("split") else "")
         + ". **Accuracy** is the share of answers labelled correct (FinanceBench's labels: "
         "correct / incorrect / refusal). The deterministic scorer (`benchmarks/scorer.py`: "
@@ -431,6 +446,17 @@ def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> s
         lines.append(
             f"| {s} | {_ci(v['average_ci'])} | {R.pct(v['failure_rate'])} | "
             f"{_ci(v['correctness_ci'], '{:.1f}%', 100)} | {R.pct(v['perfect_rate'])} |")
+    for s, part in summary.get("samples", {}).items():
+        lines += ["", f"## Every system on the {s} sample ({len(part['ids'])} questions)", "",
+                  f"{s} ran on a fixed seeded sample of the questions whose filing is indexed "
+                  "(`--system-limit`); here every system is scored on exactly those questions.",
+                  "", f"| system | judged | accuracy [95% CI] | tokens/query | {ref} − system, "
+                  "accuracy pp |", "|---|---:|---:|---:|---:|"]
+        for k, v in part["systems"].items():
+            d = part["paired"].get(k, {}).get("correct", {})
+            lines.append(f"| {k} | {v['judged']} | {_ci(v['accuracy_ci'], '{:.1f}%', 100)} | "
+                         f"{R.num(v['tokens_per_query'], '{:,.0f}')} | "
+                         f"{_diff(d, '{:+.1f}', 100) if d else '–'} |")
     lines += ["", "## Retrieval and cost per query", "",
               "Routed exactly: to exactly the question's filing, over all questions and over "
               "those whose filing is indexed. hit@k: an evidence page in the final ranking's top "
@@ -540,7 +566,8 @@ def add_parser(sub) -> None:
                    "prompts may be chosen on it) or test (held out); default all")
     p.add_argument("--limit", type=int, default=None, help="the first N questions only")
     p.add_argument("--system-limit", default="", metavar="SYSTEM=N,…",
-                   help="run a slow system on the first N questions only, e.g. sfr=20")
+                   help="run a slow system on a fixed sample of N questions whose filing is "
+                   "indexed, e.g. sfr=20; every system is also reported on that sample")
     p.add_argument("--reference", default="hdrr", help="the system the others are compared "
                    "with, question by question (default hdrr)")
     p.add_argument("--cached-only", action="store_true", help="answer and judge nothing: "
@@ -594,8 +621,8 @@ def main(args) -> int:
                 "questions_file": R.shown_path(args.questions), "questions": len(questions),
                 "split": None if args.split == "all" else args.split,
                 "limits": limits, "reference": args.reference, "judge": jconf,
-                "planned": {s: min(limits.get(s, len(questions)), len(questions))
-                            for s in systems},
+                "planned": {s: len(sample_ids(questions, limits[s])) if s in limits
+                            else len(questions) for s in systems},
                 "judge_profile": judge_profile, "energy_source": pipe.meter.source,
                 "calibration": _calibration(judge_profile, jconf["model_id"])}
         meta["config_hash"] = R.config_hash({"systems": {s: system_config(pipe, s)
@@ -605,6 +632,14 @@ def main(args) -> int:
     finally:
         pipe.close()
     summary = summarize(records, systems, args.reference)
+    summary["samples"] = {}
+    for s, n in limits.items():
+        ids = sample_ids(questions, n)
+        part = summarize([r for r in records if r["id"] in ids], systems, args.reference)
+        summary["samples"][s] = {"ids": sorted(ids), "systems": {
+            k: {"accuracy_ci": v["label_correct_ci"], "judged": v["judged"],
+                "tokens_per_query": v["tokens_per_query"]} for k, v in part["systems"].items()},
+            "paired": part["paired"]}
     meta["by_rule"] = sum(1 for r in records if (r["verdict"] or {}).get("source") == "scorer"
                           and not r.get("stale"))
     R.write_json(out / "results.json", {**meta, **summary, "paper": PAPER})

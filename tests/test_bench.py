@@ -201,6 +201,18 @@ def test_pareto_configurations_and_sla_parsing():
 
 def test_system_limits_parse():
     assert Q._limits("sfr=10, agentic=3") == {"sfr": 10, "agentic": 3}
+
+
+def test_system_sample_is_fixed_nested_and_routed_only():
+    from retrieval.evaluation import Question
+
+    qs = [Question(f"q{i}", "?", f"DOC{i}" if i % 3 else None, [1], pdf_present=i % 4 != 0)
+          for i in range(40)]
+    five, ten = Q.sample_ids(qs, 5), Q.sample_ids(qs, 10)
+    assert len(five) == 5 and len(ten) == 10 and five < ten  # a larger sample adds questions
+    by_id = {q.id: q for q in qs}
+    assert all(by_id[i].pdf_present and by_id[i].doc_name for i in ten)
+    assert Q.sample_ids(list(reversed(qs)), 10) == ten
     with pytest.raises(ValueError, match="SYSTEM=N"):
         Q._limits("sfr")
 
