@@ -23,6 +23,7 @@ from typing import Any
 
 from benchmarks import report as R
 from benchmarks import stats
+from benchmarks.serve_load import MIN_TAIL_SAMPLES
 
 # Named SLAs on accuracy, tokens per query and seconds per answer, and joules per answer where
 # energy is measured. Latency ceilings are for this project's CPU profile (2 cores); on a GPU
@@ -95,6 +96,8 @@ def perf_levels(perfs: list[dict]) -> list[dict[str, Any]]:
         run = f" ({perf['folder']})" if modes.count(m["mode"]) > 1 and perf.get("folder") else ""
         for lv in perf["levels"]:
             p50, p95 = lv["latency_ms"]["p50"], lv["latency_ms"].get("p95")
+            if (lv.get("ok") or 0) < MIN_TAIL_SAMPLES:
+                p95 = None  # a tail from too few answers (runs made before the rule)
             rows.append({"name": f"{m['system']} {m['mode']} C={lv['concurrency']}{run}",
                          "requests": lv.get("ok"), "answers_per_s": lv["answers_per_s"],
                          "p50_s": None if p50 is None else p50 / 1000,

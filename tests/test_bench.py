@@ -184,7 +184,8 @@ def test_pareto_configurations_and_sla_parsing():
     levels = P.perf_levels([before, after])
     assert [lv["name"] for lv in levels] == ["hdrr in-process C=2 (perf_before)",
                                              "hdrr in-process C=2 (perf_after)"]
-    assert levels[0]["tokens"] == 1000 and levels[0]["p95_s"] == 31.0
+    assert levels[0]["tokens"] == 1000 and levels[0]["p95_s"] == 31.0  # from 30 answers
+    assert P.perf_levels([perf | {"levels": [perf["levels"][0] | {"ok": 4}]}])[0]["p95_s"] is None
     from benchmarks import stats
 
     front = stats.pareto_front(rows, maximize=("quality",), minimize=("cost", "latency"))
