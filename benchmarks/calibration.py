@@ -98,24 +98,29 @@ def trust_statement(result: dict[str, Any]) -> list[str]:
     return lines
 
 
-def plots(result: dict[str, Any], records: list[dict], out: Path, title: str) -> list[str]:
+def confusion_heatmap(ax, conf: dict, who: str, title: str) -> None:
+    """People's labels (rows) against ``who``'s (columns), counts written in the cells."""
     import numpy as np
 
-    plt = R.pyplot()
-    files = []
-    conf = result["confusion"]
     m = np.array([[conf.get(h, {}).get(j, 0) for j in J.LABELS] for h in J.LABELS])
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    ax = axes[0]
     ax.imshow(m, cmap="Blues")
     for (i, j), v in np.ndenumerate(m):
         ax.text(j, i, str(v), ha="center", va="center",
                 color="white" if v > m.max() / 2 else "black")
     ax.set_xticks(range(3), J.LABELS)
     ax.set_yticks(range(3), J.LABELS)
-    ax.set_xlabel("judge")
+    ax.set_xlabel(who)
     ax.set_ylabel("people")
-    ax.set_title("confusion (all configurations)")
+    ax.set_title(title)
+
+
+def plots(result: dict[str, Any], records: list[dict], out: Path, title: str) -> list[str]:
+    import numpy as np
+
+    plt = R.pyplot()
+    files = []
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    confusion_heatmap(axes[0], result["confusion"], "judge", "confusion (all configurations)")
     ax = axes[1]
     per = result["per_configuration"]
     names = list(per)
@@ -206,22 +211,10 @@ def scorer_section(rows: list[dict]) -> tuple[dict[str, Any], list[str]]:
 
 def scorer_plot(res: dict[str, Any], out: Path, title: str) -> str:
     """The scorer's confusion against people, and its agreement per rule."""
-    import numpy as np
-
     plt = R.pyplot()
-    conf = res["confusion"]
-    m = np.array([[conf.get(h, {}).get(j, 0) for j in J.LABELS] for h in J.LABELS])
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    ax = axes[0]
-    ax.imshow(m, cmap="Blues")
-    for (i, j), v in np.ndenumerate(m):
-        ax.text(j, i, str(v), ha="center", va="center",
-                color="white" if v > m.max() / 2 else "black")
-    ax.set_xticks(range(3), J.LABELS)
-    ax.set_yticks(range(3), J.LABELS)
-    ax.set_xlabel("scorer")
-    ax.set_ylabel("people")
-    ax.set_title(f"confusion on the {res['n']} answers it decides")
+    confusion_heatmap(axes[0], res["confusion"], "scorer",
+                      f"confusion on the {res['n']} answers it decides")
     ax = axes[1]
     rules = list(res["by_rule"])
     ax.barh(range(len(rules)), [res["by_rule"][r]["accuracy"] or 0 for r in rules])
