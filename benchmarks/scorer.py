@@ -21,8 +21,8 @@ Figures: numbers with their sign (a minus or parentheses), currency, scale word 
 million, mn, m, billion, bn, b, trillion) and percent sign. Years (1990–2035 written bare),
 list numbers, dates (``June 30, 2023``) and citation tags (``[DOC p.N]``) are not figures.
 Two figures match when, after scale words, they are equal within ``TOLERANCE`` (1%) of the
-reference or within the rounding of the coarser of the two as written (half a unit of its last
-digit, when that is at most 5% of the reference); a figure without a scale word may stand at
+reference, within the reference's own rounding (half a unit of its last written digit), or
+within the candidate's rounding when that is at most 5% of the reference; a figure without a scale word may stand at
 any power of 1,000 when the other has one (the question fixes the unit: "$1,577 million" =
 "$1.577 billion" = 1577, but 11.2 is not 0.0112),
 and a percentage matches the same ratio as a fraction (65.4% = 0.654). Signs are compared
@@ -143,12 +143,11 @@ def match(ref: Figure, cand: Figure) -> bool:
             continue
         if both_signed and (r < 0) != (c < 0):
             continue
-        rounding = max(step, ref.step * target / abs(ref.value))
-        tolerance = max(TOLERANCE * target, rounding if rounding <= 0.05 * target else 0.0)
+        # the reference's own rounding always counts (0.0142 is 0.01 to two decimals); the
+        # candidate's only when it loses at most 5% of the figure ("1" is no rounding of 0.83)
+        ref_step = ref.step * target / abs(ref.value)
+        tolerance = max(TOLERANCE * target, ref_step, step if step <= 0.05 * target else 0.0)
         if abs(abs(c) - target) <= tolerance:
-            return True
-        # the reference's own rounding: 0.0142 is 0.01 written to the reference's two decimals
-        if abs(abs(c) - target) < ref.step * target / abs(ref.value) * (1 + 1e-9):
             return True
     return False
 
