@@ -243,3 +243,12 @@ def read_periods(text: str) -> Periods:
         periods += [(None, q) for q in loose]
         periods += [(y, None) for y in years]
     return Periods(list(dict.fromkeys(periods)), calendar_years, dates)
+
+
+def quarter_ending(day: date, fiscal_year: int, fye: str | None) -> int:
+    """Which fiscal quarter (1-4) of ``fiscal_year`` closes on ``day``, a quarter end.
+
+    Counted in days from the year's start, so a 52/53-week quarter that ends a few days into
+    the next month (Apple's Q1 ending 30 December) is not taken for the next quarter."""
+    start = nominal_end(fiscal_year - 1, fye)
+    return min(4, max(1, round((day - start).days / 91.31)))
