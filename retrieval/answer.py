@@ -83,6 +83,13 @@ class Answer:
     model_ids: dict[str, str] = field(default_factory=dict)
     context_tokens: int | None = None
     error: str | None = None
+    # the SEC design's route (metric_lookup|timeseries|full_statement|narrative|hybrid), the
+    # XBRL facts an answer rests on (retrieval.facts.answer.FactValue.to_dict), its 0-100
+    # confidence and the facts/narrative contradictions found; None/[] where not used
+    route: str | None = None
+    facts: list[dict[str, Any]] = field(default_factory=list)
+    confidence: int | None = None
+    contradictions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def usage(self) -> dict[str, Any]:
@@ -108,6 +115,10 @@ class Answer:
             "profile": self.profile,
             "model_ids": self.model_ids,
             "error": self.error,
+            "route": self.route,
+            "facts": self.facts,
+            "confidence": self.confidence,
+            "contradictions": self.contradictions,
         }
 
     @classmethod
@@ -126,4 +137,6 @@ class Answer:
             timings_ms=d.get("timings_ms", {}), energy=d.get("energy", {}),
             profile=d.get("profile"), model_ids=d.get("model_ids", {}),
             context_tokens=d.get("context_tokens"), error=d.get("error"),
+            route=d.get("route"), facts=d.get("facts", []), confidence=d.get("confidence"),
+            contradictions=d.get("contradictions", []),
         )
