@@ -53,6 +53,7 @@ class PipelineSettings(BaseModel):
     sfr_part_tokens: int = 6000  # SFR: whole-document parts of at most this many tokens
     agentic_max_retries: int = 2  # entity-anchored retries after a failed verification
     verify_chunks: int = 3  # top chunks shown to the agentic verification call
+    facts_routes: bool = True  # hdrr answers metric questions from XBRL facts when it holds them
 
 
 class Profile(BaseModel):

@@ -1,5 +1,6 @@
-"""What the router LLM must return: the entities that pick the filing(s), and the rewritten
-search query and keywords — routing and query rewriting in ONE constrained call."""
+"""What the router LLM must return: the entities that pick the filing(s), the rewritten
+search query and keywords, and the SEC design's route and metric — routing, query rewriting and
+route classification in ONE constrained call."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 Year = Literal[tuple(range(1990, 2100))]  # type: ignore[valid-type]
 Quarter = Literal[1, 2, 3, 4]
 DocType = Literal["10-K", "10-Q", "8-K", "earnings", "annual report"]
+Route = Literal["metric_lookup", "timeseries", "full_statement", "narrative", "hybrid"]
 
 
 class RouterOutput(BaseModel):
@@ -30,6 +32,9 @@ class RouterOutput(BaseModel):
     search_query: Annotated[str, Field(max_length=200)] = Field(
         description="the question rewritten as a search query, without company or year")
     keywords: list[Annotated[str, Field(max_length=40)]] = Field(max_length=6)
+    route: Route = "narrative"
+    metric: Annotated[str, Field(max_length=40)] = Field(
+        "", description="the financial metric asked for, e.g. revenue, net income, capex")
 
 
 ROUTER_SYSTEM_PROMPT = """You read a question about SEC filings and extract, as JSON:
@@ -40,18 +45,23 @@ ROUTER_SYSTEM_PROMPT = """You read a question about SEC filings and extract, as 
 - tickers: stock tickers written in the question in capitals (e.g. AAPL), else []
 - search_query: the question as a short search query without the company and year
 - keywords: up to 6 financial terms to search for
+- route: "metric_lookup" (one reported figure), "timeseries" (a figure over several periods),
+  "full_statement" (a whole income statement, balance sheet or cash flow statement),
+  "hybrid" (a figure and why it changed), or "narrative" (anything else)
+- metric: the financial metric asked for (e.g. "revenue", "capex", "share repurchases"), else ""
 Answer with the JSON only."""
 
 ROUTER_EXAMPLES = [
     ("What was Best Buy's operating income in Q2 FY2024 according to its 10-Q?",
      '{"companies": ["Best Buy"], "fiscal_years": [2024], "fiscal_quarters": [2], '
      '"doc_types": ["10-Q"], "tickers": [], "search_query": "operating income second quarter", '
-     '"keywords": ["operating income"]}'),
+     '"keywords": ["operating income"], "route": "metric_lookup", "metric": "operating income"}'),
     ("Using the cash flow statement, how much did NVDA and Intel spend on capex in FY2021 "
      "and FY2022?",
      '{"companies": ["NVDA", "Intel"], "fiscal_years": [2021, 2022], "fiscal_quarters": [], '
      '"doc_types": [], "tickers": ["NVDA"], "search_query": "capital expenditures cash flow '
-     'statement", "keywords": ["capital expenditures", "purchases of property and equipment"]}'),
+     'statement", "keywords": ["capital expenditures", "purchases of property and equipment"], '
+     '"route": "timeseries", "metric": "capital expenditures"}'),
 ]
 
 

@@ -58,10 +58,11 @@ class Routing:
 
 @dataclass
 class Citation:
-    doc_id: str
-    page: int  # 1-based page of the filing
+    doc_id: str  # a catalog id, or "EDGAR <accession>" for an XBRL fact's filing
+    page: int | None  # 1-based page of the filing; None for a fact
     chunk_id: int | None
     snippet: str
+    url: str | None = None  # the filing on SEC EDGAR (facts)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -22,13 +22,17 @@ from pathlib import Path
 from retrieval.chunking import chunk_pages
 from retrieval.companies import CompanyTable
 from retrieval.documents import DocumentError, DocumentMeta, ParsedDocument
+from retrieval.facts.companyfacts import is_companyfacts_file
+from retrieval.facts.load import load_companyfacts, load_inline
+from retrieval.facts.model import FactsError
+from retrieval.facts.store import FactStore
 from retrieval.index import Index, IndexSettings
 from retrieval.metadata import load_sidecar, resolve_metadata
 from retrieval.pdf import parse_pdf
 from retrieval.sec_html import parse_sec_html
 from retrieval.variants import ContextStore, Contextualizer, check_variant, indexed_chunks
 
-SUFFIXES = {".pdf": "pdf", ".htm": "html", ".html": "html"}
+SUFFIXES = {".pdf": "pdf", ".htm": "html", ".html": "html", ".json": "facts"}
 
 
 @dataclass
@@ -45,6 +49,8 @@ class IngestReport:
     context_seconds: float = 0.0  # llmctx: LLM time writing chunk contexts (not in parse_seconds)
     contexts_generated: int = 0
     contexts_reused: int = 0
+    facts_added: int = 0  # XBRL facts stored (companyfacts JSON, inline XBRL of HTML filings)
+    facts_files: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -68,15 +74,20 @@ class IngestReport:
             "context_seconds": round(self.context_seconds, 2),
             "contexts_generated": self.contexts_generated,
             "contexts_reused": self.contexts_reused,
+            "facts_added": self.facts_added,
+            "facts_files": len(self.facts_files),
         }
 
 
 def find_files(paths: Iterable[str | Path]) -> list[Path]:
-    """Expand folders into their filings (PDF, HTML), sorted, without duplicates."""
+    """Expand folders into their filings (PDF, HTML) and companyfacts files
+    (``CIK##########.json``), sorted, facts files first (they date the inline XBRL of the
+    filings), without duplicates."""
     found: list[Path] = []
     for p in map(Path, paths):
         if p.is_dir():
-            found += sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() in SUFFIXES)
+            found += sorted((f for f in p.rglob("*") if f.is_file() and _wanted(f)),
+                            key=lambda f: (not is_companyfacts_file(f), str(f)))
         else:
             found.append(p)  # named explicitly: a missing or odd file is reported, not dropped
     seen, unique = set(), []
@@ -86,6 +97,11 @@ def find_files(paths: Iterable[str | Path]) -> list[Path]:
             seen.add(key)
             unique.append(f)
     return unique
+
+
+def _wanted(path: Path) -> bool:
+    kind = SUFFIXES.get(path.suffix.lower())
+    return kind is not None and (kind != "facts" or is_companyfacts_file(path))
 
 
 def sha256_of(path: Path) -> str:
@@ -161,6 +177,7 @@ class Ingestor:
                           context_model=contextualizer.model_id if contextualizer else ""),
         )
         self.contexts = ContextStore(self.index.catalog.db) if contextualizer else None
+        self.facts = FactStore(self.index.catalog.db)
 
     def close(self) -> None:
         self.index.close()
@@ -169,8 +186,16 @@ class Ingestor:
         if not path.is_file():
             raise DocumentError(f"{path}: no such file")
         sha = sha256_of(path)
-        if self.index.catalog.document_by_sha(sha):
+        if SUFFIXES.get(path.suffix.lower()) == "facts":
+            self._facts(path, report, lambda: load_companyfacts(self.facts, path, sha,
+                                                                 self.companies), always=True)
+            return
+        known = self.index.catalog.document_by_sha(sha)
+        if known:
             report.skipped.append(str(path))
+            if SUFFIXES.get(path.suffix.lower()) == "html":  # facts of a filing indexed before
+                self._facts(path, report, lambda: load_inline(self.facts, path, known.doc_id,
+                                                              sha, self.companies))
             return
         meta = resolve_metadata(path, self.sidecar, self.companies)
         existing = self.index.catalog.document(meta.doc_id)
@@ -202,11 +227,29 @@ class Ingestor:
                                 source_path=str(path.resolve()), sha256=sha)
         t3 = time.perf_counter()
         report.added.append(meta.doc_id)
+        if SUFFIXES.get(path.suffix.lower()) == "html":
+            self._facts(path, report, lambda: load_inline(self.facts, path, meta.doc_id, sha,
+                                                          self.companies))
         report.pages += parsed.page_count
         report.chunks += len(chunks)
         report.parse_seconds += t1 - t0 - t_ctx
         report.embed_seconds += t2 - t1
         report.write_seconds += t3 - t2
+
+    @staticmethod
+    def _facts(path: Path, report: IngestReport, load: Callable[[], tuple[str, int | None]],
+               always: bool = False) -> None:
+        """Store a file's facts; ``always``: a facts file is listed even when it adds none."""
+        try:
+            _, added = load()
+        except FactsError as err:
+            raise DocumentError(str(err)) from None
+        if added is None:  # this very file's facts are stored already
+            if str(path) not in report.skipped:
+                report.skipped.append(str(path))
+        elif added or always:
+            report.facts_added += added
+            report.facts_files.append(str(path))
 
     def run(self, paths: Iterable[str | Path], *, progress: bool = True,
             on_error: Callable[[str], None] | None = None) -> IngestReport:

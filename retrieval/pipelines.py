@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterator, Literal
 
 from pydantic import BaseModel, Field
 
-from retrieval.answer import Answer, LLMCall, Routing
+from retrieval.answer import Answer, Citation, LLMCall, Routing
 from retrieval.context import (NOT_FOUND, Block, answer_messages, build_blocks, cite,
                                fair_shares, mark_pages, truncate_to_tokens)
 from retrieval.index import Hit, Index
@@ -105,6 +105,8 @@ class _Run:
 
     def __init__(self, question: str, system: str, profile: str):
         self.answer = Answer(query=question, system=system, answer="", profile=profile)
+        self.done = False  # answered without the generator (the facts route)
+        self.preface = ""  # said before the generated text (what the facts do not hold)
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -334,6 +336,8 @@ class Pipeline:
         params = SamplingParams(max_tokens=self.settings.answer_tokens)
         batch = []
         for run, blocks, readings in runs:
+            if run.done:
+                continue
             if not blocks:
                 run.answer.answer = NOT_FOUND
             elif run.answer.system == "sfr" and len(blocks) > 1:
@@ -356,6 +360,9 @@ class Pipeline:
             run.call("generator", engine.model_id, completion)
             run.answer.answer = completion.text.strip()
             run.answer.citations = cite(run.answer.answer, blocks)
+        for run, _, _ in runs:
+            if run.preface and not run.done:
+                run.answer.answer = f"{run.preface}\n{run.answer.answer}"
 
     def _generate_parts(self, run: _Run, engine, params, blocks: list[Block]) -> None:
         """SFR past the context limit: one JSON answer per part, then fused."""
@@ -390,6 +397,16 @@ class Pipeline:
 
     def _hdrr(self, run: _Run) -> list[Block]:
         routing = self._route(run)
+        facts = self._facts(run, routing) if self.settings.facts_routes else None
+        if run.done:
+            return []
+        blocks = self._hdrr_documents(run, routing)
+        if facts is not None:  # hybrid: the facts, then the narrative they are checked against
+            self._check_facts(run, facts, blocks)
+            blocks = [facts, *blocks]
+        return blocks
+
+    def _hdrr_documents(self, run: _Run, routing: Routing) -> list[Block]:
         if not routing.routed:
             return self._cbr(run)
         extracted = routing.extracted or {}
@@ -404,6 +421,94 @@ class Pipeline:
         shares = fair_shares(self.settings.context_tokens, demands)
         return [b for kept, share in zip(kept_per_doc, shares) if share > 0
                 for b in self._blocks(kept, share)]
+
+    # the facts routes ---------------------------------------------------------------
+    @property
+    def facts(self):
+        """The facts answerer over this index's XBRL facts (``facts.store.available`` is
+        False for an index that holds none)."""
+        if getattr(self, "_facts_answerer", None) is None:
+            from retrieval.facts.answer import FactsAnswerer
+            from retrieval.facts.concepts import default_concepts
+            from retrieval.facts.store import FactStore
+
+            store = FactStore(self.index.catalog.db, readonly=True)
+            self._facts_answerer = FactsAnswerer(store, default_concepts())
+        return self._facts_answerer
+
+    def _facts(self, run: _Run, routing: Routing) -> Block | None:
+        """Route the question (metric_lookup | timeseries | full_statement | narrative |
+        hybrid) and answer a structured route from the facts: ``run.done`` when answered, a
+        facts block for a hybrid answer, None to answer from the filings alone."""
+        from retrieval.facts.checks import confidence
+        from retrieval.facts.classify import STRUCTURED, apply_llm, classify
+
+        facts = self.facts
+        if not facts.store.available:
+            return None
+        with run.stage("facts"):
+            query = classify(run.answer.query, facts.concepts)
+            keys = [m["key"] for m in (routing.extracted or {}).get("companies", [])]
+            companies = [c for c in (facts.store.company(k) for k in keys) if c is not None]
+        if query.route == "undecided" and companies:
+            query = apply_llm(query, *self._llm_route(run, routing), facts.concepts)
+        route = "narrative" if query.route == "undecided" else query.route
+        run.answer.route = route
+        if routing.extracted is not None:
+            routing.extracted["facts"] = query.to_dict() | {
+                "companies_with_facts": [c.key for c in companies]}
+        if route == "narrative" or not companies:
+            return None
+        with run.stage("facts"):
+            result = facts.answer(query, companies)
+        run.answer.facts = [v.to_dict() for v in result.values]
+        run.answer.confidence = confidence(route, result.values, result.requested, [],
+                                           routing.routed)
+        run.answer.citations = [
+            Citation(f"EDGAR {v.accession or v.form}", None, None,
+                     f"{v.concept} = {v.value:g} {v.unit}, {v.period_label}", v.url)
+            for v in result.values]
+        if route == "hybrid":
+            if not result.values:
+                run.preface = result.text
+                return None
+            text = ("XBRL facts (use these figures for the numbers; the passages that follow "
+                    "explain them):\n" + result.text)
+            return Block("XBRL", 1, 1, text, self.count_tokens(text), None)
+        if result.values or not routing.routed:
+            run.answer.answer = result.text or "The XBRL facts hold no answer to this question."
+            run.done = True
+        else:  # nothing in the facts: say so, then answer from the routed filings
+            run.preface = result.text
+            run.answer.citations = []
+        return None
+
+    def _llm_route(self, run: _Run, routing: Routing) -> tuple[str | None, str | None]:
+        """The router LLM's route and metric: from its call if routing made one, else one
+        call now (the same constrained call; never a second one per question)."""
+        llm_out = (routing.extracted or {}).get("llm")
+        if llm_out is None and self.use_llm_router and hasattr(self.router, "extract"):
+            try:
+                with run.stage("route"):
+                    output, call = self.router.extract(run.answer.query)
+            except Exception:  # the rules' answer (narrative) stands
+                return None, None
+            run.answer.calls.append(call)
+            llm_out = output.model_dump()
+        if not llm_out:
+            return None, None
+        return llm_out.get("route"), llm_out.get("metric")
+
+    def _check_facts(self, run: _Run, facts_block: Block, blocks: list[Block]) -> None:
+        from retrieval.facts.answer import FactValue
+        from retrieval.facts.checks import confidence, contradictions
+
+        values = [FactValue(**v) for v in run.answer.facts]
+        found = contradictions(values, [(b.doc_id, b.first_page, b.text) for b in blocks],
+                               self.facts.concepts)
+        run.answer.contradictions = found
+        run.answer.confidence = confidence("hybrid", values, max(1, len(values)), found,
+                                           run.answer.routing.routed if run.answer.routing else False)
 
     def _sfr(self, run: _Run) -> list[Block]:
         routing = self._route(run)

@@ -702,12 +702,8 @@ class Router:
             self.stats["fast_path" if certain else "unrouted_without_llm"] += 1
             routing.latency_ms = (time.perf_counter() - started) * 1000
             return routing
-        from models.router_schema import RouterOutput, router_messages
-
-        llm = self.llm
-        self.stats["llm_calls"] += 1
         try:
-            [(output, completion)] = llm.generate_json([router_messages(question)], RouterOutput)
+            output, call = self.extract(question)
         except Exception as err:  # a failed call leaves the deterministic answer standing
             self.stats["llm_errors"] += 1
             routing.llm_called = True
@@ -716,10 +712,19 @@ class Router:
             return routing
         routing = self.resolver.resolve(question, output)
         routing.llm_called = True
-        routing.usage = [LLMCall("router", getattr(llm, "model_id", "?"), completion.prompt_tokens,
-                                 completion.completion_tokens, completion.latency_s * 1000)]
+        routing.usage = [call]
         routing.latency_ms = (time.perf_counter() - started) * 1000
         return routing
+
+    def extract(self, question: str) -> tuple[Any, LLMCall]:
+        """The router LLM's one constrained call: (RouterOutput, its cost)."""
+        from models.router_schema import RouterOutput, router_messages
+
+        llm = self.llm
+        self.stats["llm_calls"] += 1
+        [(output, completion)] = llm.generate_json([router_messages(question)], RouterOutput)
+        return output, LLMCall("router", getattr(llm, "model_id", "?"), completion.prompt_tokens,
+                               completion.completion_tokens, completion.latency_s * 1000)
 
 
 def make_content_scorer(index: Any, embedder: Any = None, k: int = 10) -> ContentScorer:

@@ -49,7 +49,7 @@ def cmd_ingest(args) -> int:
     try:
         report = ingestor.run(args.paths, progress=not args.quiet,
                               on_error=lambda m: print(f"error: {m}", file=sys.stderr))
-        counts = ingestor.index.catalog.counts()
+        counts = ingestor.index.catalog.counts() | {"facts": ingestor.facts.counts()["facts"]}
         size = ingestor.index.size_bytes()
         variant = ingestor.index.settings.variant
     finally:
@@ -68,8 +68,11 @@ def cmd_ingest(args) -> int:
         if variant == "llmctx":
             print(f"chunk contexts: {s['contexts_generated']} written by the LLM in "
                   f"{s['context_seconds']:.1f}s, {s['contexts_reused']} reused")
+        if s["facts_files"]:
+            print(f"XBRL facts: {s['facts_added']} stored from {s['facts_files']} file(s)")
         print(f"index {s['index']} ({variant}): {counts['documents']} documents, "
-              f"{counts['chunks']} chunks, {counts['tables']} tables, {size / 1e6:.1f} MB")
+              f"{counts['chunks']} chunks, {counts['tables']} tables, "
+              f"{counts['facts']} XBRL facts, {size / 1e6:.1f} MB")
     return 0 if report.ok else 1
 
 
@@ -252,7 +255,17 @@ def print_answer(a: dict) -> None:
     if a["citations"]:
         print("citations:")
         for c in a["citations"]:
-            print(f"  [{c['doc_id']} p.{c['page']}] {_snippet(c['snippet'], 110)}")
+            where = f"[{c['doc_id']} p.{c['page']}]" if c.get("page") else f"[{c['doc_id']}]"
+            print(f"  {where} {_snippet(c['snippet'], 110)}"
+                  + (f"\n      {c['url']}" if c.get("url") else ""))
+    if a.get("route"):
+        facts = a.get("facts") or []
+        print(f"route:    {a['route']}; {len(facts)} XBRL fact(s) used"
+              + (f"; confidence {a['confidence']}/100" if a.get("confidence") is not None else ""))
+        for c in a.get("contradictions") or []:
+            print(f"          contradiction ({c['severity']}): the filing text says {c['text']} for "
+                  f"{c['metric']} FY{c['fiscal_year']}, the facts {c['fact_value']:,.0f} "
+                  f"[{c['doc_id']} p.{c['page']}]")
     r = a.get("routing")
     if r:
         print(f"routing:  {r['status']} -> {', '.join(r['doc_ids']) or '(whole corpus)'}"
@@ -291,6 +304,13 @@ def cmd_ask(args) -> int:
         print(json.dumps(answer, indent=2))
     else:
         print_answer(answer)
+    if args.plot:
+        from serving.plots import plot_facts
+
+        if plot_facts(answer.get("facts") or [], args.plot, title=question):
+            print(f"plot: {args.plot}", file=sys.stderr)
+        else:
+            print("plot: the answer has no series of XBRL values to plot", file=sys.stderr)
     return 0
 
 
@@ -379,10 +399,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    p = sub.add_parser("ingest", help="add filings (PDF, SEC HTML) to an index",
-                       description="Parse, chunk, embed and index filings. Resumable: documents "
-                                   "already indexed (same sha256) are skipped; each document "
-                                   "is added all-or-nothing. Exit status 1 if any file failed.")
+    p = sub.add_parser("ingest", help="add filings (PDF, SEC HTML) and XBRL facts "
+                                      "(companyfacts JSON) to an index",
+                       description="Parse, chunk, embed and index filings; store the XBRL facts "
+                                   "of SEC companyfacts files (CIK##########.json) and of "
+                                   "inline-XBRL 10-K/10-Q HTML. Resumable: documents and facts "
+                                   "files already stored (same sha256) are skipped; each is "
+                                   "added all-or-nothing. Exit status 1 if any file failed.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders of filings")
     p.add_argument("--metadata", type=Path, metavar="FILE",
                    help="sidecar JSONL with document metadata (FinanceBench documents.jsonl "
@@ -474,6 +497,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-generate", action="store_true",
                    help="stop after retrieval and context assembly (no generator call)")
     p.add_argument("--json", action="store_true", help="print the Answer record as JSON")
+    p.add_argument("--plot", type=Path, metavar="PNG",
+                   help="a time-series answer from XBRL facts: draw its values per period")
     add_pipeline_options(p)
     p.set_defaults(func=cmd_ask)
 

@@ -221,6 +221,18 @@ class FactStore:
                            r[9], r[10], r[11], r[12], r[13], r[14])
                 for r in self.db.execute(sql, args)]
 
+    def filing_of(self, cik: str, form: str | None, fiscal_year: int | None,
+                  fiscal_period: str | None) -> tuple[str | None, str | None]:
+        """(accession, filing date) of a company's filing known by its form and fiscal focus
+        (the first one filed: an amendment has its own form)."""
+        if not self.available or not (form and fiscal_year and fiscal_period):
+            return None, None
+        row = self.db.execute(
+            "SELECT accession, filed FROM facts WHERE cik=? AND form=? AND filing_fy=? AND "
+            "filing_fp=? AND accession!='' ORDER BY filed LIMIT 1",
+            (cik, form, fiscal_year, fiscal_period)).fetchone()
+        return (row[0], row[1]) if row else (None, None)
+
     def fiscal_years(self, cik: str) -> list[int]:
         if not self.available:
             return []

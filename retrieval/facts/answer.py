@@ -1,0 +1,373 @@
+"""Answers from the facts store: one value, a series, a statement, or several companies.
+
+Every value names the concept it came from, its period on the company's own fiscal calendar,
+the filing (form, accession, EDGAR link) and whether it was derived (Q4 = FY − nine months to
+date, or a formula) or restated (the latest filing answers; the first filed value is kept
+beside it). What the facts do not hold is said plainly; no number is ever made up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import date
+from typing import Any
+
+from retrieval.calendars import date_period, fiscal_year_of_calendar_year, nominal_end
+from retrieval.facts.classify import FactQuery
+from retrieval.facts.concepts import ConceptTable, Metric
+from retrieval.facts.model import edgar_url
+from retrieval.facts.store import FactCompany, FactStore, StoredFact
+
+_FORMULA_DEPTH = 2
+
+
+@dataclass
+class FactValue:
+    company: str
+    ticker: str | None
+    cik: str
+    metric: str
+    label: str
+    concept: str
+    value: float
+    unit: str
+    period: str  # FY | Q | instant
+    fiscal_year: int
+    fiscal_quarter: int | None
+    start: str | None
+    end: str
+    form: str
+    accession: str | None
+    filed: str
+    url: str | None
+    derived: bool = False
+    formula: str | None = None
+    first_filed: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def period_label(self) -> str:
+        if self.period == "FY":
+            return f"FY{self.fiscal_year} (year ended {self.end})"
+        if self.period == "Q":
+            return f"Q{self.fiscal_quarter} FY{self.fiscal_year} (quarter ended {self.end})"
+        when = "end of " + (f"FY{self.fiscal_year}" if self.fiscal_quarter == 4
+                            else f"Q{self.fiscal_quarter} FY{self.fiscal_year}")
+        return f"as of {self.end} ({when})"
+
+
+@dataclass
+class FactsResult:
+    route: str
+    text: str
+    values: list[FactValue] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # what was asked and is not in the facts
+    requested: int = 0
+
+
+class FactsAnswerer:
+    def __init__(self, store: FactStore, concepts: ConceptTable):
+        self.store = store
+        self.concepts = concepts
+
+    # one value --------------------------------------------------------------------------
+    def value(self, company: FactCompany, metric: Metric, year: int, quarter: int | None,
+              depth: int = 0) -> tuple[FactValue | None, str]:
+        """The metric for a fiscal year (quarter None) or quarter; (None, why) when absent."""
+        if metric.kind == "stock":
+            rows = self._rows(company, metric, ("instant",), year, quarter or 4)
+            found = self._latest(company, metric, rows)
+        elif quarter is None:
+            found = self._latest(company, metric, self._rows(company, metric, ("FY",), year))
+        else:
+            found = self._latest(company, metric, self._rows(company, metric, ("Q",), year, quarter))
+            if found is None and quarter == 4:
+                return self._q4(company, metric, year)
+        if found is None and metric.operands and depth < _FORMULA_DEPTH:
+            return self._formula(company, metric, year, quarter, depth)
+        if found is None:
+            return None, f"no {metric.label.lower()} for {_period_words(year, quarter)}"
+        return found, ""
+
+    def _rows(self, company: FactCompany, metric: Metric, periods: tuple[str, ...], year: int,
+              quarter: int | None = None) -> list[StoredFact]:
+        return self.store.lookup(company.cik, list(metric.concepts), periods=periods,
+                                 fiscal_years=[year], fiscal_quarter=quarter)
+
+    def _latest(self, company: FactCompany, metric: Metric,
+                rows: list[StoredFact]) -> FactValue | None:
+        """The first concept (in the table's order) with a value; its latest filing answers.
+        Periodic reports (10-K, 10-Q and their amendments) count before other forms (a proxy
+        statement repeats figures). The citation is the first filing that reported the value
+        the latest one states; a value that changed keeps its first filed figure beside it."""
+        for concept in metric.concepts:
+            mine = [r for r in rows if r.concept == concept and r.unit in metric.units]
+            periodic = [r for r in mine if r.form.startswith(("10-K", "10-Q"))]
+            mine = periodic or mine
+            if not mine:
+                continue
+            # one period per answer: the span most filings report (a transition period aside)
+            spans: dict[tuple, list[StoredFact]] = {}
+            for r in mine:
+                spans.setdefault((r.start, r.end), []).append(r)
+            filed = max(spans.values(), key=len)
+            first, last = filed[0], filed[-1]
+            cited = next(r for r in filed if _same(r.value, last.value))
+            value = self._make(company, metric, cited)
+            if not _same(first.value, last.value):
+                value.first_filed = {"value": first.value, "accession": first.accession,
+                                     "filed": first.filed, "form": first.form}
+            return value
+        return None
+
+    def _make(self, company: FactCompany, metric: Metric, r: StoredFact) -> FactValue:
+        return FactValue(company.name, company.ticker, company.cik, metric.key, metric.label,
+                         r.concept, r.value, r.unit, "instant" if r.period == "instant" else r.period,
+                         r.fiscal_year, r.fiscal_quarter, r.start, r.end, r.form, r.accession,
+                         r.filed, edgar_url(company.cik, r.accession))
+
+    def _q4(self, company: FactCompany, metric: Metric, year: int) -> tuple[FactValue | None, str]:
+        """Q4 of a flow = the fiscal year minus the nine months to date (or minus Q1-Q3), all
+        from the same concept."""
+        if metric.kind != "flow":
+            return None, (f"Q{4} {metric.label.lower()} is not reported and cannot be derived: "
+                          f"{'per-share figures are not additive' if metric.kind == 'per_share' else 'not a flow'}")
+        for concept in metric.concepts:
+            one = Metric(metric.key, metric.label, (concept,), kind=metric.kind)
+            fy = self._latest(company, one, self._rows(company, one, ("FY",), year))
+            if fy is None:
+                continue
+            ytd = self._latest(company, one, self._rows(company, one, ("YTD9",), year, 3))
+            if ytd is not None:
+                parts, how = [ytd], "FY − nine months to date"
+            else:
+                parts = [self._latest(company, one, self._rows(company, one, ("Q",), year, q))
+                         for q in (1, 2, 3)]
+                if any(p is None for p in parts):
+                    continue
+                how = "FY − Q1 − Q2 − Q3"
+            q4 = FactValue(**{**fy.to_dict(), "first_filed": None})
+            q4.value = fy.value - sum(p.value for p in parts)
+            q4.period, q4.fiscal_quarter, q4.derived = "Q", 4, True
+            q4.start = _day_after(parts[-1].end)
+            q4.formula = (f"{how}: {_num(fy.value, fy.unit)} − "
+                          + " − ".join(_num(p.value, p.unit) for p in parts))
+            return q4, ""
+        return None, f"no Q4 {metric.label.lower()} for FY{year}, and no FY and nine-month values to derive it"
+
+    def _formula(self, company, metric, year, quarter, depth) -> tuple[FactValue | None, str]:
+        left_key, op, right_key = metric.operands
+        left, why_l = self.value(company, self.concepts[left_key], year, quarter, depth + 1)
+        right, why_r = self.value(company, self.concepts[right_key], year, quarter, depth + 1)
+        if left is None or right is None:
+            return None, f"no {metric.label.lower()} for {_period_words(year, quarter)} " \
+                         f"(its formula {metric.formula} lacks: {why_l or why_r})"
+        if op == "/" and right.value == 0:
+            return None, f"{metric.formula}: division by zero"
+        result = {"-": left.value - right.value, "+": left.value + right.value,
+                  "/": left.value / right.value if right.value else 0.0}[op]
+        v = FactValue(**{**left.to_dict(), "first_filed": None})
+        v.metric, v.label, v.value, v.derived = metric.key, metric.label, result, True
+        v.concept = f"{left.concept} {op} {right.concept}"
+        v.unit = "pure" if op == "/" else left.unit
+        v.formula = (f"{metric.formula}: {_num(left.value, left.unit)} {op} "
+                     f"{_num(right.value, right.unit)}")
+        return v, ""
+
+    # periods ------------------------------------------------------------------------------
+    def periods_for(self, company: FactCompany, q: FactQuery,
+                    metric: Metric | None) -> tuple[list[tuple[int, int | None]], str]:
+        """The (fiscal year, quarter) pairs the question asks of this company, oldest first,
+        and a note when the period was not given (the latest year answers)."""
+        fye, week = company.fiscal_year_end, company.week_based
+        periods = [p for p in q.periods if p[0] is not None]
+        loose_quarters = [qq for y, qq in q.periods if y is None and qq]
+        for d in q.dates:
+            periods.append(date_period(d, fye, week))
+        for y in q.calendar_years:
+            periods.append((fiscal_year_of_calendar_year(y, fye), None))
+        years = self._years(company, metric)
+        note = ""
+        if q.last_n:
+            n, unit = q.last_n
+            if unit.startswith("year"):
+                periods = [(y, None) for y in years[-n:]]
+            else:
+                periods = self._last_quarters(company, metric, n)
+            note = f"the last {n} {unit} in the facts"
+        elif not periods and years:
+            latest = years[-1]
+            periods = [(latest, qq) for qq in loose_quarters] or [(latest, None)]
+            note = f"no period named: the latest fiscal year in the facts, FY{latest}"
+        periods = sorted(set(periods), key=lambda p: (p[0], p[1] or 5))
+        return periods, note
+
+    def _years(self, company: FactCompany, metric: Metric | None) -> list[int]:
+        if metric is None or not metric.concepts:
+            return self.store.fiscal_years(company.cik)
+        kinds = ("instant",) if metric.kind == "stock" else ("FY",)
+        rows = self.store.lookup(company.cik, list(metric.concepts), periods=kinds,
+                                 fiscal_quarter=4 if metric.kind == "stock" else None)
+        return sorted({r.fiscal_year for r in rows if r.form.startswith("10-K")})
+
+    def _last_quarters(self, company, metric, n) -> list[tuple[int, int | None]]:
+        if metric is None or not metric.concepts:
+            return []
+        kinds = ("instant",) if metric.kind == "stock" else ("Q",)
+        rows = self.store.lookup(company.cik, list(metric.concepts), periods=kinds)
+        quarters = sorted({(r.fiscal_year, r.fiscal_quarter) for r in rows})
+        return quarters[-n:]
+
+    # the routes ---------------------------------------------------------------------------
+    def answer(self, q: FactQuery, companies: list[FactCompany]) -> FactsResult:
+        if q.route == "full_statement":
+            return self._statement(q, companies)
+        lines, values, missing, requested = [], [], [], 0
+        metrics = q.metrics or []
+        for company in companies:
+            for metric in metrics:
+                periods, note = self.periods_for(company, q, metric)
+                if not periods:
+                    missing.append(f"{company.name}: no {metric.label.lower()} in the facts")
+                    requested += 1
+                    continue
+                found: list[FactValue] = []
+                for year, quarter in periods:
+                    requested += 1
+                    v, why = self.value(company, metric, year, quarter)
+                    if v is None:
+                        missing.append(f"{company.name}: {why}")
+                    else:
+                        found.append(v)
+                values += found
+                lines += _describe(company, metric, found, note, series=q.route == "timeseries")
+        if len(companies) > 1 and values:
+            lines.append(_calendars_line(companies))
+            lines += _comparison(values)
+        text = "\n".join(lines)
+        if missing:
+            text += ("\n" if text else "") + "Not in the XBRL facts: " + "; ".join(missing) + "."
+        return FactsResult(q.route, text.strip(), values, missing, requested)
+
+    def _statement(self, q: FactQuery, companies: list[FactCompany]) -> FactsResult:
+        name = q.statement or "income"
+        lines, values, missing, requested = [], [], [], 0
+        for company in companies:
+            metrics = self.concepts.statement(name)
+            anchor = metrics[0] if metrics else None
+            periods, note = self.periods_for(company, q, anchor)
+            for year, quarter in periods[-1:] if not q.periods else periods:
+                got = []
+                for metric in metrics:
+                    v, _ = self.value(company, metric, year, quarter)
+                    if v is not None:
+                        got.append(v)
+                requested += 1
+                if not got:
+                    missing.append(f"{company.name}: no {name.replace('_', ' ')} statement lines "
+                                   f"for {_period_words(year, quarter)}")
+                    continue
+                title = {"income": "Income statement", "balance": "Balance sheet",
+                         "cash_flow": "Cash flow statement"}[name]
+                lines.append(f"{company.name} — {title}, {got[0].period_label}"
+                             + (f" [{note}]" if note else "") + ":")
+                lines += [f"- {v.label}: {_num(v.value, v.unit)}"
+                          + (f" (derived: {v.formula})" if v.derived else "")
+                          + f" [{v.concept}]" for v in got]
+                lines.append(f"  Source: {got[0].form} filed {got[0].filed}"
+                             + (f", {got[0].url}" if got[0].url else ""))
+                values += got
+        text = "\n".join(lines)
+        if missing:
+            text += ("\n" if text else "") + "Not in the XBRL facts: " + "; ".join(missing) + "."
+        return FactsResult("full_statement", text.strip(), values, missing, requested)
+
+
+# --- wording ---------------------------------------------------------------------------------
+
+def _describe(company: FactCompany, metric: Metric, found: list[FactValue], note: str,
+              series: bool) -> list[str]:
+    if not found:
+        return []
+    head = f"{company.name} ({company.ticker})" if company.ticker else company.name
+    lines = []
+    for v in found:
+        line = f"{head} {v.label.lower()}, {v.period_label}: {_num(v.value, v.unit)}"
+        if v.derived:
+            line += f" — derived, {v.formula}"
+        line += f" [{v.concept}; {v.form} filed {v.filed}" + (f", {v.url}" if v.url else "") + "]"
+        if v.first_filed:
+            line += (f" (restated: first filed as {_num(v.first_filed['value'], v.unit)} in the "
+                     f"{v.first_filed['form']} filed {v.first_filed['filed']})")
+        lines.append(line + ".")
+    if note:
+        lines.append(f"({note})")
+    if series and len(found) > 1:
+        a, b = found[0], found[-1]
+        change = b.value - a.value
+        pct = f" ({change / abs(a.value) * 100:+.1f}%)" if a.value else ""
+        lines.append(f"Change from {a.period_label.split(' (')[0]} to {b.period_label.split(' (')[0]}: "
+                     f"{_num(change, a.unit, signed=True)}{pct}.")
+    return lines
+
+
+def _calendars_line(companies: list[FactCompany]) -> str:
+    parts = [f"{c.name} ends its fiscal year around {_month_day(c.fiscal_year_end)}"
+             + (" (52/53-week years)" if c.week_based else "") for c in companies]
+    return "Each company on its own fiscal calendar: " + "; ".join(parts) + "."
+
+
+def _comparison(values: list[FactValue]) -> list[str]:
+    by_key: dict[tuple, list[FactValue]] = {}
+    for v in values:
+        by_key.setdefault((v.metric, v.fiscal_year, v.fiscal_quarter), []).append(v)
+    lines = []
+    for group in by_key.values():
+        if len({v.cik for v in group}) < 2:
+            continue
+        ranked = sorted(group, key=lambda v: -v.value)
+        top, low = ranked[0], ranked[-1]
+        lines.append(f"{top.company}'s {top.label.lower()} was higher than {low.company}'s by "
+                     f"{_num(top.value - low.value, top.unit)}.")
+    return lines
+
+
+def _same(a: float, b: float) -> bool:
+    return abs(a - b) <= 1e-9 * max(1.0, abs(b))
+
+
+def _month_day(mm_dd: str) -> str:
+    month, day = map(int, mm_dd.split("-"))
+    return date(2001, month, min(day, 28 if month == 2 else day)).strftime("%-d %B")
+
+
+def _period_words(year: int, quarter: int | None) -> str:
+    return f"Q{quarter} FY{year}" if quarter else f"FY{year}"
+
+
+def _day_after(iso: str) -> str:
+    return date.fromordinal(date.fromisoformat(iso).toordinal() + 1).isoformat()
+
+
+def _num(value: float, unit: str, signed: bool = False) -> str:
+    """Money in millions as filings print it ($60,922 million), EPS in dollars, shares in
+    millions; the sign leads."""
+    sign = "-" if value < 0 else ("+" if signed and value > 0 else "")
+    v = abs(value)
+    if unit == "USD/shares":
+        return f"{sign}${v:,.2f} per share"
+    if unit == "shares":
+        return f"{sign}{v / 1e6:,.1f} million shares" if v >= 1e6 else f"{sign}{v:,.0f} shares"
+    if unit == "USD":
+        if v >= 1e6:
+            return f"{sign}${v / 1e6:,.0f} million" if v >= 1e8 else f"{sign}${v / 1e6:,.1f} million"
+        return f"{sign}${v:,.0f}"
+    if unit == "pure":
+        return f"{sign}{v:.4g}"
+    return f"{sign}{v:,.4g} {unit}"
+
+
+def fiscal_year_end_of(company: FactCompany, year: int) -> str:
+    return nominal_end(year, company.fiscal_year_end).isoformat()

@@ -1,0 +1,118 @@
+"""Which of the five routes a question takes, and the metric and periods it asks for.
+
+Rules first (as routing does): a statement named with no metric is ``full_statement``; a
+metric with a "why"/"explain"/"drivers" cue is ``hybrid``; a metric over several years or "the
+last N years" is ``timeseries``; a metric otherwise is ``metric_lookup``; no metric is
+``narrative``. When the rules find no metric but the question asks for an amount, the route is
+left ``undecided`` for the router LLM's ``route``/``metric`` fields (the same constrained call
+that extracts companies; no second call).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from retrieval.calendars import read_periods
+from retrieval.facts.concepts import ConceptTable, Metric
+
+ROUTES = ("metric_lookup", "timeseries", "full_statement", "narrative", "hybrid")
+STRUCTURED = ("metric_lookup", "timeseries", "full_statement")
+
+_STATEMENTS = {
+    "income": r"income\s+statements?|statements?\s+of\s+(?:consolidated\s+)?(?:operations|income|"
+              r"earnings)|p\s*&\s*l|profit\s+and\s+loss(?:\s+statement)?",
+    "balance": r"balance\s+sheets?|statements?\s+of\s+financial\s+position",
+    "cash_flow": r"cash[\s-]+flows?\s+statements?|statements?\s+of\s+(?:consolidated\s+)?cash\s+flows?",
+}
+_NARRATIVE = re.compile(
+    r"\b(?:why|explain\w*|drove|drive[sn]?|driv(?:er|ers|ing)|reasons?|because|contribut\w*|"
+    r"factors?|risks?|strateg\w*|describe|discuss\w*|commentary|outlook|guidance|impact\w*|"
+    r"attribut\w*|what\s+caused|how\s+does\s+management|according\s+to\s+management)\b", re.I)
+_PURE_NARRATIVE = re.compile(r"\brisk\s+factors?\b|\bstrateg\w*\b|\bcompetit\w*\b|\blegal\b", re.I)
+_SERIES = re.compile(
+    r"\b(?:trend|over\s+time|history|historical|each\s+(?:fiscal\s+)?year|every\s+year|"
+    r"year[\s-]+(?:over|on)[\s-]+year|(?:last|past|previous|prior|recent)\s+(?:\w+\s+)?"
+    r"(?:fiscal\s+)?(?:years|quarters))\b", re.I)
+_LAST_N = re.compile(r"\b(?:last|past|previous|prior|recent|latest)\s+(\d+|two|three|four|five|"
+                     r"six|seven|eight|nine|ten)\s+(?:fiscal\s+)?(years|quarters)\b", re.I)
+_NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
+            "nine": 9, "ten": 10}
+_AMOUNT = re.compile(r"\b(?:how\s+much|how\s+many|amount|total|spen[dt]|paid|pay|earn\w*|"
+                     r"value|figure|worth|\$)", re.I)
+
+
+@dataclass
+class FactQuery:
+    route: str  # one of ROUTES, or "undecided"
+    metrics: list[Metric] = field(default_factory=list)
+    statement: str | None = None  # income | balance | cash_flow
+    periods: list[tuple[int | None, int | None]] = field(default_factory=list)  # (FY, quarter)
+    calendar_years: list[int] = field(default_factory=list)
+    dates: list[Any] = field(default_factory=list)  # calendars.DateMention
+    last_n: tuple[int, str] | None = None  # (3, "years")
+    reason: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"route": self.route, "metrics": [m.key for m in self.metrics],
+                "statement": self.statement, "periods": self.periods,
+                "calendar_years": self.calendar_years,
+                "dates": [d.day.isoformat() for d in self.dates],
+                "last_n": list(self.last_n) if self.last_n else None, "reason": self.reason}
+
+
+def classify(question: str, concepts: ConceptTable) -> FactQuery:
+    text = question
+    statement = None
+    for name, pattern in _STATEMENTS.items():
+        if re.search(rf"\b(?:{pattern})\b", text, re.I):
+            statement = statement or name
+            text = re.sub(rf"\b(?:{pattern})\b", " ", text, flags=re.I)  # "cash" is not a metric here
+    metrics = [m.metric for m in concepts.find(text)]
+    found = read_periods(question)
+    last = _LAST_N.search(question)
+    last_n = None
+    if last:
+        count = last.group(1).casefold()
+        last_n = (int(count) if count.isdigit() else _NUMBERS[count], last.group(2).casefold())
+    q = FactQuery("narrative", metrics, statement, found.periods, found.calendar_years,
+                  found.dates, last_n)
+    years = {y for y, _ in found.periods if y} | set(found.calendar_years)
+    if statement and not metrics:
+        q.route, q.reason = "full_statement", f"names the {statement.replace('_', ' ')} statement"
+    elif metrics and _NARRATIVE.search(question):
+        if _PURE_NARRATIVE.search(question) and not _AMOUNT.search(question):
+            q.route, q.reason = "narrative", "asks about risks or strategy"
+        else:
+            q.route, q.reason = "hybrid", "a metric and an explanation"
+    elif metrics and (len(years) > 1 or last_n or _SERIES.search(question)
+                      or len({p for p in found.periods if p[0]}) > 1 and len(metrics) == 1):
+        q.route, q.reason = "timeseries", "a metric over several periods"
+    elif metrics:
+        q.route, q.reason = "metric_lookup", "names a metric"
+    elif _AMOUNT.search(question) and not _NARRATIVE.search(question):
+        q.route, q.reason = "undecided", "asks for an amount the metric table does not name"
+    else:
+        q.reason = "names no metric"
+    return q
+
+
+def apply_llm(q: FactQuery, route: str | None, metric: str | None,
+              concepts: ConceptTable) -> FactQuery:
+    """Settle an undecided route with the router LLM's fields (a metric it names must be one
+    the table knows; otherwise the question is narrative)."""
+    if q.route != "undecided":
+        return q
+    found = None
+    if metric:
+        key = metric.strip().casefold().replace(" ", "_")
+        found = concepts.metrics.get(key) or next(
+            (m.metric for m in concepts.find(metric)), None)
+    if found and route in ("metric_lookup", "timeseries", "hybrid"):
+        q.metrics, q.route, q.reason = [found], route, f"router LLM: {route}, {found.key}"
+    elif route == "full_statement" and q.statement:
+        q.route, q.reason = route, "router LLM: full_statement"
+    else:
+        q.route, q.reason = "narrative", f"router LLM: {route or 'no route'}, no known metric"
+    return q
