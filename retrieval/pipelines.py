@@ -462,8 +462,8 @@ class Pipeline:
         with run.stage("facts"):
             result = facts.answer(query, companies)
         run.answer.facts = [v.to_dict() for v in result.values]
-        run.answer.confidence = confidence(route, result.values, result.requested, [],
-                                           routing.routed)
+        run.answer.confidence = confidence(result.values, result.requested,
+                                           len(result.missing), [], routing.routed)
         run.answer.citations = [
             Citation(f"EDGAR {v.accession or v.form}", None, None,
                      f"{v.concept} = {v.value:g} {v.unit}, {v.period_label}", v.url)
@@ -507,8 +507,8 @@ class Pipeline:
         found = contradictions(values, [(b.doc_id, b.first_page, b.text) for b in blocks],
                                self.facts.concepts)
         run.answer.contradictions = found
-        run.answer.confidence = confidence("hybrid", values, max(1, len(values)), found,
-                                           run.answer.routing.routed if run.answer.routing else False)
+        run.answer.confidence = max(0, (run.answer.confidence or 0) - sum(
+            25 if c["severity"] == "high" else 15 for c in found))
 
     def _sfr(self, run: _Run) -> list[Block]:
         routing = self._route(run)

@@ -228,7 +228,8 @@ def test_contradictions_between_facts_and_text():
     found = contradictions([v], text, default_concepts())
     assert [(c["page"], c["text_value"]) for c in found] == [(4, 113.0e9)]  # not Data Center's
     assert found[0]["severity"] == "high"
-    assert confidence("hybrid", [v], 1, found) == 70 and confidence("hybrid", [v], 1, []) == 95
+    assert confidence([v], 1, 0, found) == 70 and confidence([v], 1, 0, []) == 95
+    assert confidence([v], 2, 1, []) == 48 and confidence([], 1, 1, [], routed=False) == 30
 
 
 def test_metric_lookup_latency_is_milliseconds(pipe):

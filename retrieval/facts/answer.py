@@ -260,8 +260,8 @@ class FactsAnswerer:
             periods, note = self.periods_for(company, q, anchor)
             for year, quarter in periods[-1:] if not q.periods else periods:
                 got = []
-                for metric in metrics:
-                    v, _ = self.value(company, metric, year, quarter)
+                for metric in metrics:  # the lines the company reports (no formula lines)
+                    v, _ = self.value(company, metric, year, quarter, depth=_FORMULA_DEPTH)
                     if v is not None:
                         got.append(v)
                 requested += 1

@@ -8,7 +8,7 @@ order of magnitude (0.5-2x) that differs from the fact by more than its own roun
 Confidence (documented weights, not a probability):
     source       XBRL fact 95, derived (Q4, formula) 85, restated 90; narrative only 50,
                  not routed to a filing 30
-    × coverage   values found / values asked
+    × coverage   share of the asked values (periods, companies) the facts hold
     − 25 per high-severity contradiction (>10% apart), − 15 per medium one
 """
 
@@ -83,12 +83,12 @@ def _qualified(sentence: str, start: int) -> bool:
                                                       "the", "its", "company", "annual"}
 
 
-def confidence(route: str, values: list[FactValue], requested: int,
+def confidence(values: list[FactValue], requested: int, missing: int,
                found_contradictions: list[dict[str, Any]], routed: bool = True) -> int:
     if values:
         source = min(85 if v.derived else 90 if v.first_filed else 95 for v in values)
     else:
         source = 50 if routed else 30
-    coverage = len(values) / requested if requested and route != "narrative" else 1.0
+    coverage = (requested - missing) / requested if requested and values else 1.0
     penalty = sum(25 if c["severity"] == "high" else 15 for c in found_contradictions)
     return max(0, min(100, round(source * coverage - penalty)))

@@ -104,15 +104,12 @@ def apply_llm(q: FactQuery, route: str | None, metric: str | None,
     the table knows; otherwise the question is narrative)."""
     if q.route != "undecided":
         return q
-    found = None
-    if metric:
-        key = metric.strip().casefold().replace(" ", "_")
-        found = concepts.metrics.get(key) or next(
-            (m.metric for m in concepts.find(metric)), None)
+    found = concepts.closest(metric) if metric else None
     if found and route in ("metric_lookup", "timeseries", "hybrid"):
         q.metrics, q.route, q.reason = [found], route, f"router LLM: {route}, {found.key}"
     elif route == "full_statement" and q.statement:
         q.route, q.reason = route, "router LLM: full_statement"
     else:
-        q.route, q.reason = "narrative", f"router LLM: {route or 'no route'}, no known metric"
+        q.route, q.reason = "narrative", (f"router LLM: {route or 'no route'}, metric "
+                                          f"{metric!r} is not in the metric table")
     return q

@@ -147,6 +147,21 @@ class ConceptTable:
                 out.append(MetricMention(metric, m.group(0), m.start(), m.end()))
         return out
 
+    def closest(self, name: str, threshold: float = 85.0) -> Metric | None:
+        """A metric named loosely (by a model): its key, a phrase inside it, or the closest
+        phrase scoring at least ``threshold`` (0-100)."""
+        from rapidfuzz import fuzz, process
+
+        key = name.strip().casefold().replace(" ", "_").replace("-", "_")
+        if key in self.metrics:
+            return self.metrics[key]
+        if found := self.find(name):
+            return found[0].metric
+        _, by_phrase = self._pattern()
+        best = process.extractOne(_norm(name).casefold(), {p: p.casefold() for p in by_phrase},
+                                  scorer=fuzz.token_set_ratio, score_cutoff=threshold)
+        return by_phrase[best[2]] if best else None
+
     def __hash__(self) -> int:
         return id(self)
 
