@@ -534,8 +534,8 @@ def plots(summary: dict[str, Any], latencies: list[dict], out: Path, title: str)
     if cats:
         v = [summary["by_category"][c] for c in cats]
         acc = np.array([x["estimate"] for x in v])
-        err = np.array([[x["estimate"] - x["low"] for x in v], [x["high"] - x["estimate"]
-                                                                  for x in v]])
+        err = np.clip(np.array([[x["estimate"] - x["low"] for x in v],
+                                [x["high"] - x["estimate"] for x in v]]), 0, None)  # float noise
         fig, ax = plt.subplots(figsize=(9, 4.2))
         ax.bar(range(len(cats)), acc * 100, yerr=err * 100, capsize=3, color="#4C78A8")
         for i, x in enumerate(v):

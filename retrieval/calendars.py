@@ -13,6 +13,7 @@ day up to 3 days past the nominal end still belongs to the year that is closing.
 from __future__ import annotations
 
 import calendar
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import date, timedelta
@@ -52,6 +53,9 @@ def fiscal_period(day: date, fiscal_year_end: str | None, week_based: bool = Fal
     while nominal_end(year - 1, fiscal_year_end) + slack >= day:
         year -= 1
     start = nominal_end(year - 1, fiscal_year_end) + timedelta(days=1)
+    if week_based:  # 13-week quarters: counted in days, so a quarter ending 3 August is Q2
+        days = (day - start).days + 1
+        return year, min(4, max(1, math.ceil((days - 3) / 91.31)))
     months_in = (day.year * 12 + day.month) - (start.year * 12 + start.month)
     return year, min(4, max(1, months_in // 3 + 1))
 

@@ -457,6 +457,17 @@ class Pipeline:
         if routing.extracted is not None:
             routing.extracted["facts"] = query.to_dict() | {
                 "companies_with_facts": [c.key for c in companies]}
+        extracted = routing.extracted or {}
+        if route in STRUCTURED and not companies and not routing.routed:
+            named = [m["company"] for m in extracted.get("companies", [])]
+            unknown = extracted.get("unknown_companies") or []
+            if named or unknown:  # say so rather than read another company's filings
+                run.answer.answer = (
+                    f"This index holds no XBRL facts and no filings for "
+                    f"{', '.join(named + unknown)}; ingest its companyfacts file or filings "
+                    f"to ask about it.")
+                run.done = True
+                return None
         if route == "narrative" or not companies:
             return None
         with run.stage("facts"):

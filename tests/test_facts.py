@@ -239,3 +239,16 @@ def test_metric_lookup_latency_is_milliseconds(pipe):
     a = pipe.answer("Alphabet net income FY2023")
     assert a.usage["llm_calls"] == 0 and time.perf_counter() - t0 < 30
     assert json.loads(json.dumps(a.to_dict()))["route"] == "metric_lookup"
+
+
+def test_a_quarter_named_by_its_end_date_on_a_52_53_week_calendar(pipe):
+    a = pipe.answer("Marvell R&D spend in the quarter ended August 3, 2024")
+    f = value_of(a, "research_and_development")
+    assert (f["fiscal_year"], f["fiscal_quarter"], f["end"]) == (2025, 2, "2024-08-03")
+
+
+def test_ratios_state_their_formula(pipe):
+    a = pipe.answer("Snowflake's operating margin in fiscal 2024")
+    f = value_of(a, "operating_margin")
+    assert f["derived"] and f["unit"] == "pure" and f["formula"].startswith("operating_income / revenue")
+    assert round(f["value"], 3) == -0.39 and "-39.0%" in a.answer

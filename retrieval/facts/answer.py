@@ -364,8 +364,8 @@ def _num(value: float, unit: str, signed: bool = False) -> str:
         if v >= 1e6:
             return f"{sign}${v / 1e6:,.0f} million" if v >= 1e8 else f"{sign}${v / 1e6:,.1f} million"
         return f"{sign}${v:,.0f}"
-    if unit == "pure":
-        return f"{sign}{v:.4g}"
+    if unit == "pure":  # a ratio
+        return f"{sign}{v * 100:.1f}%"
     return f"{sign}{v:,.4g} {unit}"
 
 

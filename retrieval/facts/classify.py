@@ -39,6 +39,8 @@ _LAST_N = re.compile(r"\b(?:last|past|previous|prior|recent|latest)\s+(\d+|two|t
                      r"six|seven|eight|nine|ten)\s+(?:fiscal\s+)?(years|quarters)\b", re.I)
 _NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
             "nine": 9, "ten": 10}
+_FIRST_QUARTERS = re.compile(r"\b(?:first|1st)\s+(two|three|2|3)\s+(?:fiscal\s+)?quarters\b", re.I)
+_EACH = re.compile(r"\beach\s+(?:of\s+the\s+)?(?:\w+\s+){0,3}(?:fiscal\s+)?(?:years|quarters)\b", re.I)
 _AMOUNT = re.compile(r"\b(?:how\s+much|how\s+many|amount|total|spen[dt]|paid|pay|earn\w*|"
                      r"value|figure|worth|\$)", re.I)
 
@@ -69,8 +71,13 @@ def classify(question: str, concepts: ConceptTable) -> FactQuery:
         if re.search(rf"\b(?:{pattern})\b", text, re.I):
             statement = statement or name
             text = re.sub(rf"\b(?:{pattern})\b", " ", text, flags=re.I)  # "cash" is not a metric here
-    metrics = [m.metric for m in concepts.find(text)]
+    metrics = [m.metric for m in concepts.find(text)] or concepts.scattered(text)
     found = read_periods(question)
+    if first := _FIRST_QUARTERS.search(question):  # "the first three quarters of fiscal 2025"
+        n = {"two": 2, "three": 3}.get(first.group(1).casefold()) or int(first.group(1))
+        years = [y for y, qq in found.periods if y and qq is None] or [None]
+        found.periods = [p for p in found.periods if p[0] not in years or p[1] is not None]
+        found.periods += [(y, qq) for y in years for qq in range(1, n + 1)]
     last = _LAST_N.search(question)
     last_n = None
     if last:
@@ -86,7 +93,7 @@ def classify(question: str, concepts: ConceptTable) -> FactQuery:
             q.route, q.reason = "narrative", "asks about risks or strategy"
         else:
             q.route, q.reason = "hybrid", "a metric and an explanation"
-    elif metrics and (len(years) > 1 or last_n or _SERIES.search(question)
+    elif metrics and (len(years) > 1 or last_n or _SERIES.search(question) or _EACH.search(question)
                       or len({p for p in found.periods if p[0]}) > 1 and len(metrics) == 1):
         q.route, q.reason = "timeseries", "a metric over several periods"
     elif metrics:

@@ -147,6 +147,18 @@ class ConceptTable:
                 out.append(MetricMention(metric, m.group(0), m.start(), m.end()))
         return out
 
+    def scattered(self, text: str) -> list[Metric]:
+        """A metric whose phrase's words all appear in ``text``, apart ("how many common shares
+        did NVIDIA have outstanding"): the one with the longest such phrase, for a question in
+        which ``find`` saw none."""
+        words = set(re.findall(r"[\w&]+", _norm(text).casefold()))
+        best: tuple[int, Metric] | None = None
+        for phrase, metric in self._pattern()[1].items():
+            need = re.findall(r"[\w&]+", phrase.casefold())
+            if len(need) >= 2 and set(need) <= words and (best is None or len(need) > best[0]):
+                best = (len(need), metric)
+        return [best[1]] if best else []
+
     def closest(self, name: str, threshold: float = 85.0) -> Metric | None:
         """A metric named loosely (by a model): its key, a phrase inside it, or the closest
         phrase scoring at least ``threshold`` (0-100)."""
