@@ -142,7 +142,7 @@ class Pipeline:
 
     def __init__(self, index: Index, embedder, profile, *, variants: dict[str, Index] | None = None,
                  light=None, large=None, engines: dict[str, Any] | None = None, meter=None,
-                 companies=None, use_llm_router: bool = True, router=None):
+                 companies=None, use_llm_router: bool = True, router=None, facts=None):
         from models.rerankers import Cascade
 
         self.index = index
@@ -162,6 +162,7 @@ class Pipeline:
         stages = dict(light=light, large=large if self.settings.large_rerank else None)
         self.cascade = Cascade(**stages, **profile.cascade.model_dump()) if light or large else None
         self._router = router  # built on first use unless given (serving passes a remote one)
+        self._facts_answerer = facts  # likewise: the index's facts answerer
         self._routes: dict[str, Routing] = {}
 
     # construction ---------------------------------------------------------------------
@@ -427,12 +428,13 @@ class Pipeline:
     def facts(self):
         """The facts answerer over this index's XBRL facts (``facts.store.available`` is
         False for an index that holds none)."""
-        if getattr(self, "_facts_answerer", None) is None:
+        if self._facts_answerer is None:
             from retrieval.facts.answer import FactsAnswerer
             from retrieval.facts.concepts import default_concepts
             from retrieval.facts.store import FactStore
 
-            store = FactStore(self.index.catalog.db, readonly=True)
+            store = FactStore(getattr(getattr(self.index, "catalog", None), "db", None),
+                              readonly=True)
             self._facts_answerer = FactsAnswerer(store, default_concepts())
         return self._facts_answerer
 

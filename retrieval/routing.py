@@ -402,7 +402,8 @@ class Resolver:
                 confirmed |= self.dictionary.tickers.get(ticker.upper(), set())
         for name in out.companies or []:
             normal = " ".join(normalize_name(name).split())
-            written = len(normal) >= 2 and f" {normal} " in words_q
+            written = len(normal) >= 2 and (f" {normal} " in words_q
+                                            or f" {normal}s " in words_q)  # "Tesla's"
             if not written and (len(normal) < 5 or fuzz.partial_ratio(normal, words_q) < 90):
                 continue  # not in the question: the model made it up (or copied an example)
             found = self.dictionary.lookup(name)

@@ -135,8 +135,8 @@ class Ingress:
             if self._pipeline is None:
                 from models.energy import select_meter
                 from retrieval.pipelines import Pipeline
-                from serving.remote import (RemoteEmbedder, RemoteIndex, RemoteLLM,
-                                            RemoteReranker, RemoteRouter)
+                from serving.remote import (RemoteEmbedder, RemoteFacts, RemoteIndex,
+                                            RemoteLLM, RemoteReranker, RemoteRouter)
 
                 h = self.handles
                 prof = _profile(self.cfg)
@@ -148,7 +148,8 @@ class Ingress:
                     light=RemoteReranker(h["light"]) if h["light"] else None,
                     large=RemoteReranker(h["large"]) if h["large"] else None,
                     engines={prof.role("generator").model: RemoteLLM(h["generator"])},
-                    meter=select_meter(), router=RemoteRouter(h["router"]))
+                    meter=select_meter(), router=RemoteRouter(h["router"]),
+                    facts=RemoteFacts(h["retriever"]))
             return self._pipeline
 
     def _authorize(self, request: Request) -> None:

@@ -93,6 +93,26 @@ class Retriever:
     def documents(self, variant: str | None = None) -> list[dict[str, Any]]:
         return [d.to_dict() for d in self._index(variant).documents()]
 
+    # the XBRL facts of the plain index (retrieval.facts), for the facts routes
+    def _facts(self):
+        if getattr(self, "_answerer", None) is None:
+            from retrieval.facts.answer import FactsAnswerer
+            from retrieval.facts.concepts import default_concepts
+            from retrieval.facts.store import FactStore
+
+            self._answerer = FactsAnswerer(FactStore(self.indexes[None].catalog.db,
+                                                     readonly=True), default_concepts())
+        return self._answerer
+
+    def facts_available(self) -> bool:
+        return self._facts().store.available
+
+    def facts_company(self, key: str):
+        return self._facts().store.company(key)
+
+    def facts_answer(self, query, companies):
+        return self._facts().answer(query, companies)
+
 
 @serve.deployment
 class Reranker:
@@ -213,6 +233,9 @@ class Router:
 
     def route(self, question: str):
         return self.router.route(question)
+
+    def extract(self, question: str):
+        return self.router.extract(question)
 
     def stats(self) -> dict[str, Any]:
         return dict(self.router.stats)

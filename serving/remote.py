@@ -95,6 +95,28 @@ class RemoteLLM:
         return self.handle.generate_json.remote(list(prompts), schema, params).result()
 
 
+class RemoteFacts:
+    """The Retriever's facts answerer, with the interface of ``FactsAnswerer``."""
+
+    class _Store:
+        def __init__(self, handle):
+            self.handle = handle
+            self.available = handle.facts_available.remote().result()
+
+        def company(self, key: str):
+            return self.handle.facts_company.remote(key).result()
+
+    def __init__(self, handle):
+        from retrieval.facts.concepts import default_concepts
+
+        self.handle = handle
+        self.concepts = default_concepts()
+        self.store = self._Store(handle)
+
+    def answer(self, query, companies):
+        return self.handle.facts_answer.remote(query, companies).result()
+
+
 class RemoteRouter:
     """The Router deployment; the routing's latency is the wall time seen from here."""
 
@@ -106,6 +128,9 @@ class RemoteRouter:
         routing = self.handle.route.remote(question).result()
         routing.latency_ms = (time.perf_counter() - t0) * 1000
         return routing
+
+    def extract(self, question: str):
+        return self.handle.extract.remote(question).result()
 
     @property
     def stats(self) -> dict[str, Any]:

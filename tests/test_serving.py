@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from serving.server import free_port, get_json
+from tests.conftest import SHARED, need_shared
 
 TOKEN = "test-token"
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,9 +54,21 @@ def _post(url: str, body, token: str | None = TOKEN, raw: bytes | None = None,
         return e.code, dict(e.headers), json.loads(e.read() or b"{}")
 
 
+NVDA_FACTS = SHARED / "data" / "sec" / "companyfacts" / "CIK0001045810.json"
+
+
 @pytest.fixture(scope="module")
-def served(demo_index, tmp_path_factory):
+def served(demo_index, tmp_path_factory, embedder):
+    from retrieval.ingest import Ingestor
+
     work = tmp_path_factory.mktemp("serve")
+    index = work / "index"  # the demo filings, plus NVIDIA's XBRL facts when they are here
+    shutil.copytree(demo_index, index)
+    if NVDA_FACTS.is_file():
+        ingestor = Ingestor(index, embedder)
+        assert ingestor.run([NVDA_FACTS], progress=False).ok
+        ingestor.close()
+    demo_index = index
     port = free_port()
     config = yaml.safe_load((ROOT / "deploy" / "cpu.yaml").read_text())
     config["http_options"]["port"] = port
@@ -114,6 +127,15 @@ def test_answers_over_http(served, demo_corpus):
     assert a["energy"]["source"] in ("nvml", "rapl", "unavailable")
     if a["energy"]["source"] == "unavailable":
         assert a["energy"]["joules"] is None
+
+
+def test_a_metric_question_is_answered_from_facts_over_http(served):
+    need_shared(NVDA_FACTS)
+    code, _, a = _post(served["url"], {"question": "What was NVIDIA's revenue in fiscal 2024?"})
+    assert code == 200, a
+    assert a["route"] == "metric_lookup" and a["usage"]["llm_calls"] == 0
+    assert [(f["metric"], f["value"]) for f in a["facts"]] == [("revenue", 60_922_000_000.0)]
+    assert a["citations"][0]["url"].startswith("https://www.sec.gov/Archives/edgar/data/1045810/")
 
 
 def test_auth(served):

@@ -136,11 +136,11 @@ class FactStore:
     """The facts of an index. ``add`` replaces what an earlier ingest of the same source
     stored (re-ingest is idempotent); readers never see a half-written file."""
 
-    def __init__(self, db: sqlite3.Connection, *, readonly: bool = False):
+    def __init__(self, db: sqlite3.Connection | None, *, readonly: bool = False):
         self.db = db
-        if not readonly:
+        if db is not None and not readonly:
             self.db.executescript(_SCHEMA)
-        self.available = self._has_table()
+        self.available = db is not None and self._has_table()
 
     def _has_table(self) -> bool:
         row = self.db.execute(
