@@ -485,6 +485,8 @@ class Pipeline:
             if not result.values:
                 run.preface = result.text
                 return None
+            # the figures are stated from the facts, whatever the generator then writes
+            run.preface = result.text
             text = ("XBRL facts (use these figures for the numbers; the passages that follow "
                     "explain them):\n" + result.text)
             return Block("XBRL", 1, 1, text, self.count_tokens(text), None)
