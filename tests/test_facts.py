@@ -252,3 +252,18 @@ def test_ratios_state_their_formula(pipe):
     f = value_of(a, "operating_margin")
     assert f["derived"] and f["unit"] == "pure" and f["formula"].startswith("operating_income / revenue")
     assert round(f["value"], 3) == -0.39 and "-39.0%" in a.answer
+
+
+def test_user_metrics_come_from_finrag_concepts(tmp_path, monkeypatch):
+    from retrieval.facts import concepts
+
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("metrics:\n  opex_ratio:\n    phrases: [opex ratio]\n"
+                    "    formula: operating_expenses / revenue\n    kind: ratio\n")
+    monkeypatch.setenv("FINRAG_CONCEPTS", str(mine))
+    concepts.default_concepts.cache_clear()
+    try:
+        assert [m.metric.key for m in concepts.default_concepts().find("the opex ratio")] == [
+            "opex_ratio"]
+    finally:
+        concepts.default_concepts.cache_clear()

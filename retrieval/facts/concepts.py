@@ -7,6 +7,7 @@ Ships as ``retrieval/data/concepts.yaml``; users extend it with YAML files of th
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from functools import cache
@@ -15,10 +16,13 @@ from typing import Any, Iterable
 
 import yaml
 
+from retrieval.facts.formula import FormulaError, names as formula_names, parse as parse_formula
+
 PACKAGED_YAML = Path(__file__).parents[1] / "data" / "concepts.yaml"
 KINDS = ("flow", "stock", "per_share", "ratio")
 STATEMENTS = ("income", "balance", "cash_flow")
 _FORMULA = re.compile(r"^\s*([a-z_][a-z0-9_]*)\s*([-+/])\s*([a-z_][a-z0-9_]*)\s*$")
+DISPLAYS = ("percent", "number")
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,12 @@ class Metric:
     formula: str | None = None
     kind: str = "flow"
     statement: str | None = None
+    display: str | None = None  # a ratio's default wording: percent (margins) or number (days, turnover)
+
+    @property
+    def formula_names(self) -> list[str]:
+        """The metrics the formula reads (``formula`` module language), [] without one."""
+        return formula_names(parse_formula(self.formula)) if self.formula else []
 
     @property
     def operands(self) -> tuple[str, str, str] | None:
@@ -79,14 +89,14 @@ class ConceptTable:
             except (TypeError, ValueError) as err:
                 raise ValueError(f"{path}: metric {key!r}: {err}") from None
         for metric in self.metrics.values():
-            if metric.operands and not all(op in self.metrics for op in metric.operands[::2]):
+            if metric.formula and not all(op in self.metrics for op in metric.formula_names):
                 raise ValueError(f"{path}: metric {metric.key!r}: formula {metric.formula!r} "
                                  f"names a metric the table does not have")
         self._pattern.cache_clear()
 
     def add(self, key: str, **values: Any) -> Metric:
         """Add a metric, or replace the given fields of a known one."""
-        known = {"label", "concepts", "phrases", "formula", "kind", "statement"}
+        known = {"label", "concepts", "phrases", "formula", "kind", "statement", "display"}
         if unknown := set(values) - known:
             raise ValueError(f"unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
         old = self.metrics.get(key)
@@ -100,9 +110,13 @@ class ConceptTable:
             raise ValueError(f"kind must be one of {KINDS}, got {merged['kind']!r}")
         if merged.get("statement") not in (None, *STATEMENTS):
             raise ValueError(f"statement must be one of {STATEMENTS}, got {merged['statement']!r}")
-        if merged.get("formula") and not _FORMULA.match(merged["formula"]):
-            raise ValueError(f"formula must read 'a - b', 'a + b' or 'a / b', "
-                             f"got {merged['formula']!r}")
+        if merged.get("display") not in (None, *DISPLAYS):
+            raise ValueError(f"display must be one of {DISPLAYS}, got {merged['display']!r}")
+        if merged.get("formula"):
+            try:
+                parse_formula(merged["formula"])
+            except FormulaError as err:
+                raise ValueError(f"formula: {err}") from None
         if not merged["concepts"] and not merged.get("formula"):
             raise ValueError("a metric needs concepts or a formula")
         metric = Metric(**merged)
@@ -185,4 +199,7 @@ def _norm(phrase: str) -> str:
 
 @cache
 def default_concepts() -> ConceptTable:
-    return ConceptTable.load()
+    """The packaged table extended by the YAML files named in ``$FINRAG_CONCEPTS``
+    (separated by the path separator, ":" on Linux)."""
+    extra = [p for p in os.environ.get("FINRAG_CONCEPTS", "").split(os.pathsep) if p]
+    return ConceptTable.load(extra)
