@@ -24,7 +24,7 @@ import lxml.html
 
 from retrieval.documents import DocumentError, ParsedDocument, ParsedPage, Table
 
-__all__ = ["parse_sec_html"]
+__all__ = ["parse_sec_html", "parse_html"]
 
 _BLOCK_TAGS = frozenset(
     "address article aside blockquote body caption center dd div dl dt figcaption figure footer form "
@@ -69,7 +69,7 @@ def parse_sec_html(path: str | Path) -> ParsedDocument:
     if head.lstrip().startswith(b"%PDF") or b"\x00" in head or not _HTML_SNIFF_RE.search(head):
         raise DocumentError(f"{path}: not an HTML document")
 
-    root = _parse_html(data, path)
+    root = parse_html(data, path)
     hints = _dei_hints(root)
     stream: list[Any] = []
     body = root.find("body")
@@ -80,7 +80,7 @@ def parse_sec_html(path: str | Path) -> ParsedDocument:
     return ParsedDocument(pages=pages, hints=hints)
 
 
-def _parse_html(data: bytes, path: Path) -> lxml.html.HtmlElement:
+def parse_html(data: bytes, path: Path) -> lxml.html.HtmlElement:
     # libxml2 guesses latin-1 when no charset is declared; prefer UTF-8 when the bytes decode as such.
     try:
         data.decode("utf-8")

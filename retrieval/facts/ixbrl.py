@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import lxml.etree
-import lxml.html
 
+from retrieval.documents import DocumentError
 from retrieval.facts.model import Fact, FactsError
+from retrieval.sec_html import parse_html
 
 _WS_RE = re.compile(r"\s+")
 _MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), start=1)}
@@ -77,16 +78,10 @@ def _parse(path: Path) -> Any:
         raise FactsError(f"{path}: empty file")
     if data.lstrip().startswith(b"%PDF") or b"\x00" in data[:65536]:
         raise FactsError(f"{path}: not an HTML document")
-    # libxml2 guesses latin-1 when no charset is declared; prefer UTF-8 when the bytes decode as such.
     try:
-        data.decode("utf-8")
-        parser = lxml.html.HTMLParser(encoding="utf-8")
-    except UnicodeDecodeError:
-        parser = lxml.html.HTMLParser()
-    try:
-        return lxml.html.document_fromstring(data, parser=parser)
-    except (lxml.etree.ParserError, ValueError) as err:
-        raise FactsError(f"{path}: cannot parse HTML ({err})") from None
+        return parse_html(data, path)
+    except DocumentError as err:
+        raise FactsError(str(err)) from None
 
 
 def _local(tag: str) -> str:
