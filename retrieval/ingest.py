@@ -230,11 +230,28 @@ class Ingestor:
         if SUFFIXES.get(path.suffix.lower()) == "html":
             self._facts(path, report, lambda: load_inline(self.facts, path, meta.doc_id, sha,
                                                           self.companies))
+        elif self.tables:  # a PDF has no XBRL: its statement tables are read instead
+            self._statement_facts(meta.doc_id, report)
         report.pages += parsed.page_count
         report.chunks += len(chunks)
         report.parse_seconds += t1 - t0 - t_ctx
         report.embed_seconds += t2 - t1
         report.write_seconds += t3 - t2
+
+    def _statement_facts(self, doc_id: str, report: IngestReport) -> None:
+        """Facts from the primary statements' tables of a PDF just indexed (no embedding; a
+        company the table does not know holds none)."""
+        from retrieval.facts.concepts import default_concepts
+        from retrieval.facts.statements import store_statements
+
+        try:
+            found = store_statements(self.facts, self.index.catalog, doc_id, self.companies,
+                                     default_concepts())
+        except ValueError:
+            return
+        if found.facts:
+            report.facts_added += len(found.facts)
+            report.facts_files.append(doc_id)
 
     @staticmethod
     def _facts(path: Path, report: IngestReport, load: Callable[[], tuple[str, int | None]],

@@ -477,8 +477,8 @@ class Pipeline:
         run.answer.facts = [v.to_dict() for v in result.values]
         run.answer.confidence = confidence(result.values, result.requested,
                                            len(result.missing), [], routing.routed)
-        run.answer.citations = [
-            Citation(f"EDGAR {v.accession or v.form}", None, None,
+        run.answer.citations = [  # a value read from a PDF statement table cites its page
+            Citation(v.doc_id or f"EDGAR {v.accession or v.form}", v.page, None,
                      f"{v.concept} = {v.value:g} {v.unit}, {v.period_label}", v.url)
             for v in result.values]
         if route == "hybrid":

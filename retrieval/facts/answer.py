@@ -15,10 +15,26 @@ from typing import Any
 from retrieval.calendars import date_period, fiscal_year_of_calendar_year, nominal_end
 from retrieval.facts.classify import FactQuery
 from retrieval.facts.concepts import ConceptTable, Metric
+from retrieval.facts.formula import Missing, evaluate
+from retrieval.facts.formula import parse as parse_formula
 from retrieval.facts.model import edgar_url
 from retrieval.facts.store import FactCompany, FactStore, StoredFact
+from retrieval.facts.units import UnitRequest, in_requested_unit
 
-_FORMULA_DEPTH = 2
+_FORMULA_DEPTH = 3
+TABLE_PREFIX = "table:"  # concept of a line read from a PDF's statement table: table:<metric key>
+
+
+def table_concept(metric: Metric) -> str:
+    return TABLE_PREFIX + metric.key
+
+
+def table_source(source: str) -> tuple[str | None, int | None]:
+    """(doc_id, page) of a fact read from a statement table ("table:<doc_id>#p<N>")."""
+    if not source.startswith(TABLE_PREFIX):
+        return None, None
+    doc, _, page = source[len(TABLE_PREFIX):].partition("#p")
+    return doc, int(page) if page.isdigit() else None
 
 
 @dataclass
@@ -43,6 +59,8 @@ class FactValue:
     derived: bool = False
     formula: str | None = None
     first_filed: dict[str, Any] | None = None
+    doc_id: str | None = None  # a value read from a PDF's statement table: its document and page
+    page: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -85,7 +103,7 @@ class FactsAnswerer:
             found = self._latest(company, metric, self._rows(company, metric, ("Q",), year, quarter))
             if found is None and quarter == 4:
                 return self._q4(company, metric, year)
-        if found is None and metric.operands and depth < _FORMULA_DEPTH:
+        if found is None and metric.formula and depth < _FORMULA_DEPTH:
             return self._formula(company, metric, year, quarter, depth)
         if found is None:
             return None, f"no {metric.label.lower()} for {_period_words(year, quarter)}"
@@ -93,8 +111,8 @@ class FactsAnswerer:
 
     def _rows(self, company: FactCompany, metric: Metric, periods: tuple[str, ...], year: int,
               quarter: int | None = None) -> list[StoredFact]:
-        return self.store.lookup(company.cik, list(metric.concepts), periods=periods,
-                                 fiscal_years=[year], fiscal_quarter=quarter)
+        return self.store.lookup(company.cik, [*metric.concepts, table_concept(metric)],
+                                 periods=periods, fiscal_years=[year], fiscal_quarter=quarter)
 
     def _latest(self, company: FactCompany, metric: Metric,
                 rows: list[StoredFact]) -> FactValue | None:
@@ -102,7 +120,7 @@ class FactsAnswerer:
         Periodic reports (10-K, 10-Q and their amendments) count before other forms (a proxy
         statement repeats figures). The citation is the first filing that reported the value
         the latest one states; a value that changed keeps its first filed figure beside it."""
-        for concept in metric.concepts:
+        for concept in (*metric.concepts, table_concept(metric)):  # XBRL before PDF tables
             mine = [r for r in rows if r.concept == concept and r.unit in metric.units]
             periodic = [r for r in mine if r.form.startswith(("10-K", "10-Q"))]
             mine = periodic or mine
@@ -123,10 +141,11 @@ class FactsAnswerer:
         return None
 
     def _make(self, company: FactCompany, metric: Metric, r: StoredFact) -> FactValue:
+        doc_id, page = table_source(r.source)
         return FactValue(company.name, company.ticker, company.cik, metric.key, metric.label,
                          r.concept, r.value, r.unit, "instant" if r.period == "instant" else r.period,
                          r.fiscal_year, r.fiscal_quarter, r.start, r.end, r.form, r.accession,
-                         r.filed, edgar_url(company.cik, r.accession))
+                         r.filed, edgar_url(company.cik, r.accession), doc_id=doc_id, page=page)
 
     def _q4(self, company: FactCompany, metric: Metric, year: int) -> tuple[FactValue | None, str]:
         """Q4 of a flow = the fiscal year minus the nine months to date (or minus Q1-Q3), all
@@ -158,23 +177,49 @@ class FactsAnswerer:
         return None, f"no Q4 {metric.label.lower()} for FY{year}, and no FY and nine-month values to derive it"
 
     def _formula(self, company, metric, year, quarter, depth) -> tuple[FactValue | None, str]:
-        left_key, op, right_key = metric.operands
-        left, why_l = self.value(company, self.concepts[left_key], year, quarter, depth + 1)
-        right, why_r = self.value(company, self.concepts[right_key], year, quarter, depth + 1)
-        if left is None or right is None:
-            return None, f"no {metric.label.lower()} for {_period_words(year, quarter)} " \
-                         f"(its formula {metric.formula} lacks: {why_l or why_r})"
-        if op == "/" and right.value == 0:
-            return None, f"{metric.formula}: division by zero"
-        result = {"-": left.value - right.value, "+": left.value + right.value,
-                  "/": left.value / right.value if right.value else 0.0}[op]
-        v = FactValue(**{**left.to_dict(), "first_filed": None})
+        """A metric by its formula over other metrics (``formula`` module language); the
+        answer states the formula and every input it read."""
+        node = parse_formula(metric.formula)
+        inputs: dict[tuple[str, int], FactValue] = {}
+
+        def lookup(key: str, back: int) -> float:
+            if (key, back) not in inputs:
+                v, why = self.value(company, self.concepts[key], year - back, quarter, depth + 1)
+                if v is None:
+                    raise Missing(key, back, why)
+                inputs[(key, back)] = v
+            return inputs[(key, back)].value
+
+        try:
+            result = evaluate(node, lookup)
+        except Missing as gap:
+            return None, (f"no {metric.label.lower()} for {_period_words(year, quarter)} "
+                          f"(its formula {metric.formula} lacks: {gap.why})")
+        except ZeroDivisionError as err:
+            return None, f"{metric.formula}: {err}"
+        first = next((v for (_, back), v in inputs.items() if back == 0),
+                     inputs[next(iter(inputs))])  # dated by an input of the asked year
+        v = FactValue(**{**first.to_dict(), "first_filed": None})
         v.metric, v.label, v.value, v.derived = metric.key, metric.label, result, True
-        v.concept = f"{left.concept} {op} {right.concept}"
-        v.unit = "pure" if op == "/" else left.unit
-        v.formula = (f"{metric.formula}: {_num(left.value, left.unit)} {op} "
-                     f"{_num(right.value, right.unit)}")
+        used = list(inputs.values())
+        v.concept = " ".join(dict.fromkeys(u.concept for u in used))
+        if metric.kind == "ratio" or metric.kind == "per_share":
+            v.unit = "pure" if metric.kind == "ratio" else "USD/shares"
+        if metric.kind != "stock" and first.period == "instant" and quarter is None:
+            v.period, v.fiscal_quarter, v.start = "FY", None, None  # a ratio of a year
+        v.fiscal_year = year
+        if any(u.doc_id for u in used):
+            cited = max((u for u in used if u.doc_id), key=lambda u: u.fiscal_year)
+            v.doc_id, v.page = cited.doc_id, cited.page
+        v.formula = f"{metric.formula}: " + "; ".join(
+            f"{u.metric} {_period_words(u.fiscal_year, u.fiscal_quarter)} = "
+            f"{_num(u.value, u.unit, display=self._display(u.metric))}"
+            for u in used)
         return v, ""
+
+    def _display(self, key: str) -> str | None:
+        metric = self.concepts.metrics.get(key)
+        return metric.display if metric else None
 
     # periods ------------------------------------------------------------------------------
     def periods_for(self, company: FactCompany, q: FactQuery,
@@ -208,7 +253,8 @@ class FactsAnswerer:
         if metric is None or not metric.concepts:
             return self.store.fiscal_years(company.cik)
         kinds = ("instant",) if metric.kind == "stock" else ("FY",)
-        rows = self.store.lookup(company.cik, list(metric.concepts), periods=kinds,
+        rows = self.store.lookup(company.cik, [*metric.concepts, table_concept(metric)],
+                                 periods=kinds,
                                  fiscal_quarter=4 if metric.kind == "stock" else None)
         return sorted({r.fiscal_year for r in rows if r.form.startswith("10-K")})
 
@@ -242,7 +288,8 @@ class FactsAnswerer:
                     else:
                         found.append(v)
                 values += found
-                lines += _describe(company, metric, found, note, series=q.route == "timeseries")
+                lines += _describe(company, metric, found, note, series=q.route == "timeseries",
+                                   request=q.unit)
         if len(companies) > 1 and values:
             lines.append(_calendars_line(companies))
             lines += _comparison(values)
@@ -288,16 +335,22 @@ class FactsAnswerer:
 # --- wording ---------------------------------------------------------------------------------
 
 def _describe(company: FactCompany, metric: Metric, found: list[FactValue], note: str,
-              series: bool) -> list[str]:
+              series: bool, request: UnitRequest | None = None) -> list[str]:
     if not found:
         return []
     head = f"{company.name} ({company.ticker})" if company.ticker else company.name
     lines = []
     for v in found:
-        line = f"{head} {v.label.lower()}, {v.period_label}: {_num(v.value, v.unit)}"
+        shown = (in_requested_unit(v.value, v.unit, request, metric.display) if request else None)
+        line = (f"{head} {v.label.lower()}, {v.period_label}: "
+                f"{shown or _num(v.value, v.unit, display=metric.display)}")
         if v.derived:
             line += f" — derived, {v.formula}"
-        line += f" [{v.concept}; {v.form} filed {v.filed}" + (f", {v.url}" if v.url else "") + "]"
+        if v.doc_id:  # read from a PDF's statement table: cite the page
+            line += f" [{v.doc_id} p.{v.page}]" if v.page else f" [{v.doc_id}]"
+        else:
+            line += (f" [{v.concept}; {v.form} filed {v.filed}" + (f", {v.url}" if v.url else "")
+                     + "]")
         if v.first_filed:
             line += (f" (restated: first filed as {_num(v.first_filed['value'], v.unit)} in the "
                      f"{v.first_filed['form']} filed {v.first_filed['filed']})")
@@ -351,7 +404,7 @@ def _day_after(iso: str) -> str:
     return date.fromordinal(date.fromisoformat(iso).toordinal() + 1).isoformat()
 
 
-def _num(value: float, unit: str, signed: bool = False) -> str:
+def _num(value: float, unit: str, signed: bool = False, display: str | None = None) -> str:
     """Money in millions as filings print it ($60,922 million), EPS in dollars, shares in
     millions; the sign leads."""
     sign = "-" if value < 0 else ("+" if signed and value > 0 else "")
@@ -364,6 +417,8 @@ def _num(value: float, unit: str, signed: bool = False) -> str:
         if v >= 1e6:
             return f"{sign}${v / 1e6:,.0f} million" if v >= 1e8 else f"{sign}${v / 1e6:,.1f} million"
         return f"{sign}${v:,.0f}"
+    if unit == "pure" and display == "number":  # days, turnover, a ratio of two balances
+        return f"{sign}{v:,.2f}"
     if unit == "pure":  # a ratio
         return f"{sign}{v * 100:.1f}%"
     return f"{sign}{v:,.4g} {unit}"

@@ -16,6 +16,9 @@ from typing import Any
 
 from retrieval.calendars import read_periods
 from retrieval.facts.concepts import ConceptTable, Metric
+from retrieval.facts.formula import parse as parse_formula
+from retrieval.facts.formula import uses_prior_year
+from retrieval.facts.units import UnitRequest, read_request
 
 ROUTES = ("metric_lookup", "timeseries", "full_statement", "narrative", "hybrid")
 STRUCTURED = ("metric_lookup", "timeseries", "full_statement")
@@ -29,7 +32,7 @@ _STATEMENTS = {
 _NARRATIVE = re.compile(
     r"\b(?:why|explain\w*|drove|drive[sn]?|driv(?:er|ers|ing)|reasons?|because|contribut\w*|"
     r"factors?|risks?|strateg\w*|describe|discuss\w*|commentary|outlook|guidance|impact\w*|"
-    r"attribut\w*|what\s+caused|how\s+does\s+management|according\s+to\s+management)\b", re.I)
+    r"attribut(?!able)\w*|what\s+caused|how\s+does\s+management|according\s+to\s+management)\b", re.I)
 _PURE_NARRATIVE = re.compile(r"\brisk\s+factors?\b|\bstrateg\w*\b|\bcompetit\w*\b|\blegal\b", re.I)
 _SERIES = re.compile(
     r"\b(?:trend|over\s+time|history|historical|each\s+(?:fiscal\s+)?year|every\s+year|"
@@ -41,6 +44,10 @@ _NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "e
             "nine": 9, "ten": 10}
 _FIRST_QUARTERS = re.compile(r"\b(?:first|1st)\s+(two|three|2|3)\s+(?:fiscal\s+)?quarters\b", re.I)
 _EACH = re.compile(r"\beach\s+(?:of\s+the\s+)?(?:\w+\s+){0,3}(?:fiscal\s+)?(?:years|quarters)\b", re.I)
+# "DPO is defined as: 365 * ...": the definition names the ratio's inputs, not more metrics
+_DEFINITION = re.compile(r"\b(?:is\s+|here\s+)?defined\s+as\b|\bdefine\b", re.I)
+_GROWTH = re.compile(r"\b(?:year[\s-]+(?:over|on)[\s-]+year|yoy)\s+(?:change|growth|increase)|"
+                     r"\bgrowth\s+rate\b|\b(?:change|growth)\s+in\b", re.I)
 _AMOUNT = re.compile(r"\b(?:how\s+much|how\s+many|amount|total|spen[dt]|paid|pay|earn\w*|"
                      r"value|figure|worth|\$)", re.I)
 
@@ -55,6 +62,7 @@ class FactQuery:
     dates: list[Any] = field(default_factory=list)  # calendars.DateMention
     last_n: tuple[int, str] | None = None  # (3, "years")
     reason: str = ""
+    unit: UnitRequest = field(default_factory=UnitRequest)  # the unit the answer is asked in
 
     def to_dict(self) -> dict[str, Any]:
         return {"route": self.route, "metrics": [m.key for m in self.metrics],
@@ -65,6 +73,9 @@ class FactQuery:
 
 
 def classify(question: str, concepts: ConceptTable) -> FactQuery:
+    full = question
+    if (cut := _DEFINITION.search(question)) and cut.start() > 0:
+        question = question[:cut.start()]  # metric and period are named before the definition
     text = question
     statement = None
     for name, pattern in _STATEMENTS.items():
@@ -72,6 +83,10 @@ def classify(question: str, concepts: ConceptTable) -> FactQuery:
             statement = statement or name
             text = re.sub(rf"\b(?:{pattern})\b", " ", text, flags=re.I)  # "cash" is not a metric here
     metrics = [m.metric for m in concepts.find(text)] or concepts.scattered(text)
+    metrics = _without_inputs(metrics, concepts)
+    if metrics and _GROWTH.search(question) and not uses_prior_year(
+            parse_formula(metrics[0].formula or "0")):
+        metrics = [growth_of(metrics[0])] + metrics[1:]
     found = read_periods(question)
     if first := _FIRST_QUARTERS.search(question):  # "the first three quarters of fiscal 2025"
         n = {"two": 2, "three": 3}.get(first.group(1).casefold()) or int(first.group(1))
@@ -83,8 +98,14 @@ def classify(question: str, concepts: ConceptTable) -> FactQuery:
     if last:
         count = last.group(1).casefold()
         last_n = (int(count) if count.isdigit() else _NUMBERS[count], last.group(2).casefold())
+    if metrics and all(m.formula and uses_prior_year(parse_formula(m.formula)) for m in metrics):
+        # "from FY2016 to FY2017", "between FY2021 and FY2022": the formula reads the prior
+        # year itself, so the question asks for the later year only
+        years = [y for y, qq in found.periods if y and qq is None]
+        if len(years) > 1:
+            found.periods = [p for p in found.periods if p[0] != min(years) or p[1] is not None]
     q = FactQuery("narrative", metrics, statement, found.periods, found.calendar_years,
-                  found.dates, last_n)
+                  found.dates, last_n, unit=read_request(full))
     years = {y for y, _ in found.periods if y} | set(found.calendar_years)
     if statement and not metrics:
         q.route, q.reason = "full_statement", f"names the {statement.replace('_', ' ')} statement"
@@ -103,6 +124,30 @@ def classify(question: str, concepts: ConceptTable) -> FactQuery:
     else:
         q.reason = "names no metric"
     return q
+
+
+def growth_of(metric: Metric) -> Metric:
+    """The year-over-year change of a metric: a percentage change for an amount, the change in
+    points for a ratio (a margin)."""
+    fn = "change" if metric.kind == "ratio" else "pct_change"
+    return Metric(f"{metric.key}_{fn}", f"Year-over-year change in {metric.label[0].lower()}"
+                  f"{metric.label[1:]}", formula=f"{fn}({metric.key})", kind="ratio",
+                  display="percent")
+
+
+def _without_inputs(metrics: list[Metric], concepts: ConceptTable) -> list[Metric]:
+    """Drop the metrics a named ratio's formula reads ("dividend payout ratio (using total cash
+    dividends paid and net income)"): they are its inputs, not more questions."""
+    inputs: set[str] = set()
+
+    def walk(m: Metric, depth: int = 0) -> None:
+        for key in m.formula_names if depth < 4 else []:
+            if key in concepts.metrics and key not in inputs:
+                inputs.add(key)
+                walk(concepts[key], depth + 1)
+    for m in metrics:
+        walk(m)
+    return [m for m in metrics if m.key not in inputs] or metrics
 
 
 def apply_llm(q: FactQuery, route: str | None, metric: str | None,

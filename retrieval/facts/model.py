@@ -33,7 +33,7 @@ class Fact:
 
 def edgar_url(cik: str | None, accession: str | None) -> str | None:
     """The filing's index page on SEC EDGAR, built from CIK and accession number."""
-    if not cik or not accession:
+    if not cik or not accession or not cik.isdigit():  # "KEY:3M": a company known without a CIK
         return None
     return (f"https://www.sec.gov/Archives/edgar/data/{int(cik)}/"
             f"{accession.replace('-', '')}/{accession}-index.htm")

@@ -166,11 +166,14 @@ class FactStore:
                 kind, year, quarter = place(f.start, f.end, fye, company.week_based)
             except ValueError:
                 continue  # a date that is not a date: nothing to place it on
+            # a fact may name a part of the file ("table:<doc>#p12": the page it was read from)
+            where = f.source if f.source.startswith(source + "#") else source
             rows.append((f.cik, f.concept, f.unit, f.start or "", f.end, f.value, f.decimals,
                          f.form or "", f.accession or "", f.filed or "", f.filing_fy,
-                         f.filing_fp, f.dimensions_key, kind, year, quarter, source))
+                         f.filing_fp, f.dimensions_key, kind, year, quarter, where))
         with self.db:
-            self.db.execute("DELETE FROM facts WHERE source=?", (source,))
+            self.db.execute("DELETE FROM facts WHERE source=? OR substr(source, 1, ?)=?",
+                            (source, len(source) + 1, source + "#"))
             self.db.execute(
                 "INSERT OR REPLACE INTO fact_companies VALUES (?, ?, ?, ?, ?, ?)",
                 (company.cik, company.key, company.name, company.ticker, fye,

@@ -1,0 +1,75 @@
+"""``finrag facts extract``: fill an index's facts table from the statement tables of its PDF
+filings (for an index built before ingest did it; re-running replaces each document's facts)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+def cmd_extract(args) -> int:
+    from tqdm import tqdm
+
+    from retrieval.catalog import Catalog
+    from retrieval.companies import CompanyTable
+    from retrieval.facts.concepts import ConceptTable
+    from retrieval.facts.statements import store_statements
+    from retrieval.facts.store import FactStore
+
+    db_path = Path(args.index) / "catalog.sqlite"
+    if not db_path.is_file():
+        print(f"error: {args.index}: no index here (no catalog.sqlite)", file=sys.stderr)
+        return 2
+    companies = CompanyTable.load(args.companies or [])
+    concepts = ConceptTable.load(args.concepts or [])
+    catalog = Catalog(db_path)
+    store = FactStore(catalog.db)
+    docs = [d for d in catalog.documents() if d.source_path.lower().endswith(".pdf")
+            and (not args.doc or d.doc_id in args.doc)]
+    summary = {"documents": len(docs), "tables_read": 0, "facts_stored": 0,
+               "no_statement": [], "skipped": [], "errors": []}
+    try:
+        for doc in tqdm(docs, unit="doc", disable=args.quiet or args.json, file=sys.stderr):
+            try:
+                found = store_statements(store, catalog, doc.doc_id, companies, concepts)
+            except ValueError as err:
+                summary["errors"].append(str(err).splitlines()[0])
+                continue
+            summary["tables_read"] += found.tables
+            summary["facts_stored"] += len(found.facts)
+            if found.note.startswith("no primary"):
+                summary["no_statement"].append(doc.doc_id)
+            elif found.note:
+                summary["skipped"].append(f"{doc.doc_id}: {found.note}")
+    finally:
+        catalog.close()
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(f"{summary['documents']} PDF document(s): {summary['tables_read']} statement "
+              f"table(s) read, {summary['facts_stored']} facts stored; "
+              f"{len(summary['no_statement'])} with no statement found, "
+              f"{len(summary['skipped'])} skipped, {len(summary['errors'])} error(s)")
+        for doc_id in summary["no_statement"]:
+            print(f"  no statement: {doc_id}")
+        for line in summary["skipped"] + summary["errors"]:
+            print(f"  {line}")
+    return 1 if summary["errors"] else 0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("facts", help="facts of an index read from its PDF statement tables")
+    fsub = p.add_subparsers(dest="facts_command", required=True)
+    e = fsub.add_parser(
+        "extract", help="read the primary financial statements' tables of every indexed PDF",
+        description="Fill the index's facts table from the income statement, balance sheet and "
+                    "cash flow statement tables of its PDF filings (10-K), as `finrag ingest` "
+                    "does for new PDFs. Idempotent: a document's facts are replaced.")
+    e.add_argument("--index", required=True, metavar="DIR", help="the index folder")
+    e.add_argument("--doc", nargs="+", metavar="DOC_ID", help="only these documents")
+    e.add_argument("--companies", nargs="+", metavar="YAML", help="extra company tables")
+    e.add_argument("--concepts", nargs="+", metavar="YAML", help="extra metric tables")
+    e.add_argument("--json", action="store_true", help="print the summary as JSON")
+    e.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    e.set_defaults(func=cmd_extract)
