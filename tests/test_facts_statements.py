@@ -1,0 +1,166 @@
+"""Facts read from the statement tables of a PDF filing (3M's 2018 10-K from FinanceBench)."""
+
+from __future__ import annotations
+
+import pytest
+
+from retrieval.facts.formula import FormulaError, evaluate, names, parse
+from retrieval.facts.statements import parse_amount, statement_kind, year_columns
+from retrieval.facts.units import in_requested_unit, read_request
+from tests.conftest import FINANCEBENCH, need_shared
+
+DOC = "3M_2018_10K"
+
+
+@pytest.fixture(scope="module")
+def mmm(tmp_path_factory, embedder):
+    """An index of one FinanceBench PDF; ingest reads its statements into the facts store."""
+    from retrieval.ingest import Ingestor
+
+    pdf = need_shared(FINANCEBENCH / "pdfs" / f"{DOC}.pdf")
+    folder = tmp_path_factory.mktemp("mmm-index")
+    ingestor = Ingestor(folder, embedder)
+    report = ingestor.run([pdf], progress=False)
+    assert report.added == [DOC] and report.facts_added > 0 and report.facts_files == [DOC]
+    yield ingestor
+    ingestor.close()
+
+
+@pytest.fixture(scope="module")
+def answerer(mmm):
+    from retrieval.facts.answer import FactsAnswerer
+    from retrieval.facts.concepts import default_concepts
+
+    return FactsAnswerer(mmm.facts, default_concepts())
+
+
+def _row(catalog, page: int, label: str, year: str) -> float:
+    for table in catalog.tables(DOC, page):
+        for row in table["rows"]:
+            if row.get("label") == label:
+                return parse_amount(row[year]) * 1e6
+    raise AssertionError(f"no {label!r} on page {page}")
+
+
+def test_capex_from_the_cash_flow_statement(mmm, answerer):
+    from retrieval.facts.concepts import default_concepts
+
+    company = mmm.facts.company("3M")
+    assert company is not None and company.cik == "KEY:3M"
+    v, why = answerer.value(company, default_concepts()["capex"], 2018, None)
+    assert why == "" and v.value == pytest.approx(1.577e9) and v.unit == "USD"
+    assert v.concept == "table:capex" and v.period == "FY" and v.end == "2018-12-31"
+    assert (v.doc_id, v.page) == (DOC, 60) and v.url is None and v.form == "10-K"
+    assert {"doc_id", "page", "value", "concept", "accession"} <= set(v.to_dict())
+
+
+def test_year_end_ppe_in_billions(mmm, answerer):
+    from retrieval.facts.classify import classify
+    from retrieval.facts.concepts import default_concepts
+
+    q = classify("Answer the following question by primarily using information that is shown "
+                 "in the balance sheet: what is the year end FY2018 net PPNE for 3M? Answer in "
+                 "USD billions.", default_concepts())
+    assert q.route == "metric_lookup" and [m.key for m in q.metrics] == ["ppe_net"]
+    result = answerer.answer(q, [mmm.facts.company("3M")])
+    [v] = result.values
+    assert v.value == pytest.approx(8.738e9) and v.period == "instant" and v.end == "2018-12-31"
+    assert "$8.74 billion" in result.text and f"[{DOC} p.58]" in result.text
+
+
+def test_roa_with_average_assets_equals_the_hand_computation(mmm, answerer):
+    from retrieval.facts.classify import classify
+    from retrieval.facts.concepts import default_concepts
+
+    catalog = mmm.index.catalog
+    net_income = _row(catalog, 56, "Net income attributable to 3M", "2018")
+    assets = [_row(catalog, 58, "Total assets", y) for y in ("2018", "2017")]
+    expected = net_income / (sum(assets) / 2)
+    q = classify("What is the FY2018 return on assets (ROA) for 3M? ROA is defined as: FY2018 net "
+                 "income / (average total assets between FY2017 and FY2018). Round your answer "
+                 "to two decimal places.", default_concepts())
+    assert [m.key for m in q.metrics] == ["return_on_assets"] and q.periods == [(2018, None)]
+    result = answerer.answer(q, [mmm.facts.company("3M")])
+    [v] = result.values
+    assert v.derived and v.value == pytest.approx(expected)
+    assert v.formula.startswith("net_income / avg(total_assets)")
+    assert f"{expected:.2f}" in result.text.split("—")[0]
+
+
+def test_dpo_reads_the_prior_year_and_says_what_is_missing(mmm, answerer):
+    from retrieval.facts.concepts import default_concepts
+
+    c = default_concepts()
+    company = mmm.facts.company("3M")
+    catalog = mmm.index.catalog
+    payables = [_row(catalog, 58, "Accounts payable", y) for y in ("2018", "2017")]
+    inventory = [_row(catalog, 58, "Total inventories", y) for y in ("2018", "2017")]
+    cogs = _row(catalog, 56, "Cost of sales", "2018")
+    v, _ = answerer.value(company, c["days_payable_outstanding"], 2018, None)
+    assert v.value == pytest.approx(365 * sum(payables) / 2 / (cogs + inventory[0] - inventory[1]))
+    # the 2018 10-K's balance sheet has no FY2016 column: nothing is made up
+    v, why = answerer.value(company, c["days_payable_outstanding"], 2017, None)
+    assert v is None and "accounts payable" in why and "FY2016" in why
+
+
+def test_a_note_table_does_not_override_the_primary_statement(mmm):
+    catalog = mmm.index.catalog
+    label = "Purchases of property, plant and equipment (PP&E)"
+    elsewhere = [t["page"] for t in catalog.tables(DOC) if t["page"] != 60
+                 and any(r.get("label") == label for r in t["rows"])]
+    assert elsewhere  # MD&A tables repeat the line …
+    assert all(statement_kind(dict(catalog.pages(DOC))[p]) is None for p in elsewhere)
+    rows = mmm.facts.lookup("KEY:3M", ["table:capex"], periods=("FY",))
+    assert rows and {r.source for r in rows} == {f"table:{DOC}#p60"}  # … the statement answers
+
+
+def test_extract_again_replaces_the_documents_facts(mmm):
+    from retrieval.companies import CompanyTable
+    from retrieval.facts.concepts import default_concepts
+    from retrieval.facts.statements import store_statements
+
+    before = mmm.facts.counts()["facts"]
+    again = store_statements(mmm.facts, mmm.index.catalog, DOC, CompanyTable.load(),
+                             default_concepts())
+    assert again.facts and mmm.facts.counts()["facts"] == before
+    assert set(again.statements) == {"income p.56", "balance p.58", "cash_flow p.60"}
+
+
+def test_amounts_columns_and_titles():
+    assert parse_amount("$(1,577)") == -1577 and parse_amount("—") == 0
+    assert parse_amount("(1) 268") == 268 and parse_amount("$103 5,020") is None
+    assert parse_amount("12.5%") is None and parse_amount("($5,053)") == -5053
+    assert year_columns(["label", "2018", "2017"]) == {"2018": 2018, "2017": 2017}
+    assert year_columns(["label", "Fiscal 2018", "December 31, 2017"]) == {
+        "Fiscal 2018": 2018, "December 31, 2017": 2017}
+    assert year_columns(["label", "2021", "2020", "2021_2", "2020_2"]) == {}
+    assert statement_kind("Table of Contents\n3M Company and Subsidiaries\n"
+                          "Consolidated Statement of Cash Flow s\n(Millions)") == "cash_flow"
+    assert statement_kind("INCOME STATEMENTS\n(In millions)") == "income"
+    assert statement_kind("NOTE 7. Supplemental Balance Sheet Information\n") is None
+    assert statement_kind("The location in the consolidated statements of\nincome") is None
+
+
+def test_formula_language():
+    node = parse("365 * avg(accounts_payable) / (cost_of_revenue + change(inventory))")
+    assert names(node) == ["accounts_payable", "cost_of_revenue", "inventory"]
+    values = {("accounts_payable", 0): 10.0, ("accounts_payable", 1): 6.0,
+              ("cost_of_revenue", 0): 100.0, ("inventory", 0): 30.0, ("inventory", 1): 20.0}
+    assert evaluate(node, lambda k, back: values[(k, back)]) == pytest.approx(365 * 8 / 110)
+    assert evaluate(parse("pct_change(x)"), lambda k, b: (150.0, 120.0)[b]) == pytest.approx(0.25)
+    assert evaluate(parse("1 - a / b"), lambda k, b: {"a": 1.0, "b": 4.0}[k]) == 0.75
+    for bad in ("avg(x", "foo(x)", "x $ y", ""):
+        with pytest.raises(FormulaError):
+            parse(bad)
+
+
+def test_requested_units():
+    r = read_request("What is the FY2018 capital expenditure amount (in USD millions) for 3M?")
+    assert r.scale == 1e6 and in_requested_unit(1.577e9, "USD", r) == "$1,577 million"
+    r = read_request("Answer in USD billions.")
+    assert in_requested_unit(8.738e9, "USD", r) == "$8.74 billion"
+    r = read_request("(in units of percents and round to one decimal place)")
+    assert r.percent and r.decimals == 1 and in_requested_unit(0.3080, "pure", r) == "30.8%"
+    r = read_request("Round your answer to two decimal places.")
+    assert in_requested_unit(0.6589, "pure", r) == "0.66"
+    assert in_requested_unit(1.0, "USD", read_request("what is it?")) is None
