@@ -67,6 +67,9 @@ class FactValue:
 
     @property
     def period_label(self) -> str:
+        if "-year average" in self.label and self.label[:1].isdigit():
+            first = self.fiscal_year - int(self.label.split("-")[0]) + 1
+            return f"FY{first}–FY{self.fiscal_year}"
         if self.period == "FY":
             return f"FY{self.fiscal_year} (year ended {self.end})"
         if self.period == "Q":
@@ -183,6 +186,8 @@ class FactsAnswerer:
         inputs: dict[tuple[str, int], FactValue] = {}
 
         def lookup(key: str, back: int) -> float:
+            if key not in self.concepts.metrics:
+                raise Missing(key, back, f"{key} is not a metric of the table")
             if (key, back) not in inputs:
                 v, why = self.value(company, self.concepts[key], year - back, quarter, depth + 1)
                 if v is None:
@@ -287,9 +292,14 @@ class FactsAnswerer:
                         missing.append(f"{company.name}: {why}")
                     else:
                         found.append(v)
+                series = q.route == "timeseries"
+                if q.average and len(found) > 1:
+                    if len(found) < len(periods):  # a mean of some of the years is not asked
+                        found = []
+                    else:
+                        found, series = [_mean(found, metric, self._display(metric.key))], False
                 values += found
-                lines += _describe(company, metric, found, note, series=q.route == "timeseries",
-                                   request=q.unit)
+                lines += _describe(company, metric, found, note, series=series, request=q.unit)
         if len(companies) > 1 and values:
             lines.append(_calendars_line(companies))
             lines += _comparison(values)
@@ -364,6 +374,20 @@ def _describe(company: FactCompany, metric: Metric, found: list[FactValue], note
         lines.append(f"Change from {a.period_label.split(' (')[0]} to {b.period_label.split(' (')[0]}: "
                      f"{_num(change, a.unit, signed=True)}{pct}.")
     return lines
+
+
+def _mean(found: list[FactValue], metric: Metric, display: str | None) -> FactValue:
+    """The mean of a metric over the asked years ("the FY2018 - FY2020 3 year average")."""
+    v = FactValue(**{**found[-1].to_dict(), "first_filed": None})
+    v.value = sum(f.value for f in found) / len(found)
+    v.derived = True
+    v.label = f"{len(found)}-year average {metric.label[0].lower()}{metric.label[1:]}"
+    v.start = found[0].start
+    v.formula = (f"mean of FY{found[0].fiscal_year}–FY{found[-1].fiscal_year}: "
+                 + "; ".join(f"FY{f.fiscal_year} = "
+                             f"{_num(f.value, f.unit, display=display or metric.display)}"
+                             for f in found))
+    return v
 
 
 def _calendars_line(companies: list[FactCompany]) -> str:

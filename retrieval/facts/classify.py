@@ -48,6 +48,8 @@ _EACH = re.compile(r"\beach\s+(?:of\s+the\s+)?(?:\w+\s+){0,3}(?:fiscal\s+)?(?:ye
 _DEFINITION = re.compile(r"\b(?:is\s+|here\s+)?defined\s+as\b|\bdefine\b", re.I)
 _GROWTH = re.compile(r"\b(?:year[\s-]+(?:over|on)[\s-]+year|yoy)\s+(?:change|growth|increase)|"
                      r"\bgrowth\s+rate\b|\b(?:change|growth)\s+in\b", re.I)
+_AVERAGE = re.compile(r"\b(?:\d+|two|three|four|five)[\s-]+years?\s+average\b|"
+                      r"\baverage\s+(?:over|across)\b", re.I)
 _AMOUNT = re.compile(r"\b(?:how\s+much|how\s+many|amount|total|spen[dt]|paid|pay|earn\w*|"
                      r"value|figure|worth|\$)", re.I)
 
@@ -63,6 +65,7 @@ class FactQuery:
     last_n: tuple[int, str] | None = None  # (3, "years")
     reason: str = ""
     unit: UnitRequest = field(default_factory=UnitRequest)  # the unit the answer is asked in
+    average: bool = False  # "the FY2018 - FY2020 3 year average": one mean over the periods
 
     def to_dict(self) -> dict[str, Any]:
         return {"route": self.route, "metrics": [m.key for m in self.metrics],
@@ -82,11 +85,12 @@ def classify(question: str, concepts: ConceptTable) -> FactQuery:
         if re.search(rf"\b(?:{pattern})\b", text, re.I):
             statement = statement or name
             text = re.sub(rf"\b(?:{pattern})\b", " ", text, flags=re.I)  # "cash" is not a metric here
-    metrics = [m.metric for m in concepts.find(text)] or concepts.scattered(text)
+    mentions = _in_the_question(concepts.find(text), text)
+    metrics = [_margin_if_asked(m, text) for m in mentions] or concepts.scattered(text)
     metrics = _without_inputs(metrics, concepts)
     if metrics and _GROWTH.search(question) and not uses_prior_year(
             parse_formula(metrics[0].formula or "0")):
-        metrics = [growth_of(metrics[0])] + metrics[1:]
+        metrics = [growth_of(metrics[0], concepts)] + metrics[1:]
     found = read_periods(question)
     if first := _FIRST_QUARTERS.search(question):  # "the first three quarters of fiscal 2025"
         n = {"two": 2, "three": 3}.get(first.group(1).casefold()) or int(first.group(1))
@@ -105,7 +109,8 @@ def classify(question: str, concepts: ConceptTable) -> FactQuery:
         if len(years) > 1:
             found.periods = [p for p in found.periods if p[0] != min(years) or p[1] is not None]
     q = FactQuery("narrative", metrics, statement, found.periods, found.calendar_years,
-                  found.dates, last_n, unit=read_request(full))
+                  found.dates, last_n, unit=read_request(full),
+                  average=bool(_AVERAGE.search(question)))
     years = {y for y, _ in found.periods if y} | set(found.calendar_years)
     if statement and not metrics:
         q.route, q.reason = "full_statement", f"names the {statement.replace('_', ' ')} statement"
@@ -126,12 +131,37 @@ def classify(question: str, concepts: ConceptTable) -> FactQuery:
     return q
 
 
-def growth_of(metric: Metric) -> Metric:
+_MARGIN_AFTER = re.compile(r"\s*(?:\([^)]{0,60}\)\s*)?%?\s*margin\b", re.I)
+
+
+def _in_the_question(mentions: list, text: str) -> list:
+    """The metric mentions of the sentence that asks (the first ending in "?") when it names
+    one: a preamble ("as if you are an equity research analyst") names no metric asked for."""
+    end = text.find("?")
+    if end < 0 or len(mentions) < 2:
+        return mentions
+    start = max(text.rfind(mark, 0, end) for mark in (". ", "! ", "? ", ": ", "\n")) + 1
+    asked = [m for m in mentions if start <= m.start < end]
+    return asked or mentions
+
+
+def _margin_if_asked(mention, text: str) -> Metric:
+    """"D&A % margin", "COGS margin": an amount the table has no margin metric for, over
+    revenue."""
+    metric = mention.metric
+    if metric.kind == "flow" and metric.key != "revenue" and _MARGIN_AFTER.match(text, mention.end):
+        return Metric(f"{metric.key}_margin", f"{metric.label} as a share of revenue",
+                      formula=f"{metric.key} / revenue", kind="ratio", display="percent")
+    return metric
+
+
+def growth_of(metric: Metric, concepts: ConceptTable) -> Metric:
     """The year-over-year change of a metric: a percentage change for an amount, the change in
     points for a ratio (a margin)."""
     fn = "change" if metric.kind == "ratio" else "pct_change"
+    inner = metric.key if metric.key in concepts.metrics else f"({metric.formula})"
     return Metric(f"{metric.key}_{fn}", f"Year-over-year change in {metric.label[0].lower()}"
-                  f"{metric.label[1:]}", formula=f"{fn}({metric.key})", kind="ratio",
+                  f"{metric.label[1:]}", formula=f"{fn}({inner})", kind="ratio",
                   display="percent")
 
 
