@@ -108,7 +108,8 @@ def summarise(rows: list[dict[str, Any]], hdrr: dict[str, dict[str, Any]]) -> di
 
 def write_report(out: Path, command: str, chash: str, per_split: dict[str, Any],
                  rows: list[dict[str, Any]], hdrr_path: Path, index: Path,
-                 seen: str | None = None) -> None:
+                 seen: str | None = None, others: list[dict[str, Any]] = (),
+                 n_others: int = 0) -> None:
     lines = R.header("Facts route on FinanceBench metric questions (PDF statement tables)",
                      command, chash)
     lines += [
@@ -157,6 +158,20 @@ def write_report(out: Path, command: str, chash: str, per_split: dict[str, Any],
                      f"{'' if r['pdf_present'] else ' (not indexed)'} | {r['route']} | "
                      f"{', '.join(r['metrics'])} | {first} | {r['label'] or '–'} | "
                      f"{r.get('hdrr_label') or '–'} |")
+    lines += ["", "## The other FinanceBench questions the facts route now answers", "",
+              "The same route runs on every question `hdrr` gets: these non-metric questions "
+              "(domain-relevant, novel-generated) get a structured answer from the statement "
+              "facts instead of a generated one. Their gold answers are mostly prose, so the "
+              "scorer rarely decides; read them — an answer to a question that asked *why*, or "
+              "*which line is largest*, is a regression even when its numbers are right.", "",
+              f"{len(others)} of {n_others} other questions answered by the facts route.", "",
+              "| split | id | type | route | question | facts answer (first line) | scorer |",
+              "|---|---|---|---|---|---|---|"]
+    for r in others:
+        lines.append(f"| {r['split']} | {r['id'][-5:]} | {r['question_type']} | {r['route']} | "
+                     f"{r['question'][:90].replace('|', '/')} | "
+                     f"{r['answer'].split(chr(10))[0][:110].replace('|', '/')} | "
+                     f"{r['label'] or '–'} |")
     lines += ["", "![facts route](facts_fb.png)", ""]
     (out / "report.md").write_text("\n".join(lines), encoding="utf-8")
 
@@ -192,6 +207,13 @@ def cmd(args) -> int:
     splits = split_of(records)
     questions = [q for q in records if q.get("question_type") == QUESTION_TYPE]
     rows = facts_answers(Path(args.index), questions)
+    rest = [q for q in records if q.get("question_type") != QUESTION_TYPE]
+    others = [r for r in facts_answers(Path(args.index), rest) if r["answered"]]
+    by_id = {q["financebench_id"]: q for q in rest}
+    for r in others:
+        r["split"] = splits[r["id"]]
+        r["question_type"] = by_id[r["id"]].get("question_type")
+        r["question"] = by_id[r["id"]]["question"]
     hdrr = hdrr_labels(Path(args.hdrr_from))
     for r in rows:
         r["split"] = splits[r["id"]]
@@ -205,13 +227,18 @@ def cmd(args) -> int:
     command = R.command_line(args)
     R.write_json(out / "results.json", {"command": command, "config_hash": chash,
                                         "test_held_out": not args.test_seen_in,
-                                        "test_seen_in": args.test_seen_in, "splits": per_split})
+                                        "test_seen_in": args.test_seen_in, "splits": per_split,
+                                        "other_questions": len(rest),
+                                        "other_answered_by_facts": [
+                                            {k: r[k] for k in ("id", "split", "question_type",
+                                                               "route", "label")}
+                                            for r in others]})
     with (out / "per_question.jsonl").open("w", encoding="utf-8") as fh:
         for r in rows:
             fh.write(json.dumps(r, default=str) + "\n")
     plot(out, per_split)
     write_report(out, command, chash, per_split, rows, Path(args.hdrr_from), Path(args.index),
-                 args.test_seen_in)
+                 args.test_seen_in, others, len(rest))
     if not args.quiet:
         for name in ("test", "tune"):
             b = per_split[name]["pdf_indexed"]
