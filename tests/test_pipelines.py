@@ -226,3 +226,15 @@ def test_table_rows_name_every_cell_and_follow_the_text():
     assert seen == [("3M_2018_10K", 60, 60)]
     assert block.text.endswith("Depreciation and amortization | 2018: 1,488 | 2017: 1,544")
     assert block.tokens == words(f"[3M_2018_10K p.60]\n{block.text}")
+
+
+def test_only_yes_no_questions_are_asked_for_yes_or_no_first():
+    from retrieval.context import YES_NO_RULE, answer_messages, is_yes_no
+
+    assert is_yes_no("Is 3M a capital-intensive business based on FY2022 data?")
+    assert is_yes_no("Does Adobe have an improving operating margin profile as of FY2022?")
+    assert not is_yes_no("What drove operating margin change as of FY2022 for 3M?")
+    assert not is_yes_no("Which segment dragged down 3M's overall growth in 2022?")
+    ask = lambda q: answer_messages(q, [])[0]["content"]  # noqa: E731
+    assert ask("Has Best Buy paid dividends?").endswith(YES_NO_RULE)
+    assert YES_NO_RULE not in ask("What is the FY2018 capital expenditure amount for 3M?")

@@ -370,6 +370,10 @@ def _describe(company: FactCompany, metric: Metric, found: list[FactValue], note
     if series and len(found) > 1:
         a, b = found[0], found[-1]
         change = b.value - a.value
+        if a.unit == "pure":  # a ratio changes by percentage points
+            lines.append(f"Change from {a.period_label.split(' (')[0]} to "
+                         f"{b.period_label.split(' (')[0]}: {change * 100:+.1f} percentage points.")
+            return lines
         pct = f" ({change / abs(a.value) * 100:+.1f}%)" if a.value else ""
         lines.append(f"Change from {a.period_label.split(' (')[0]} to {b.period_label.split(' (')[0]}: "
                      f"{_num(change, a.unit, signed=True)}{pct}.")

@@ -42,6 +42,22 @@ _LAST_N = re.compile(r"\b(?:last|past|previous|prior|recent|latest)\s+(\d+|two|t
                      r"six|seven|eight|nine|ten)\s+(?:fiscal\s+)?(years|quarters)\b", re.I)
 _NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
             "nine": 9, "ten": 10}
+# a statement is the answer only when asked for ("show", "give me", "what is X's balance
+# sheet", or a bare "Apple balance sheet FY2023"); named as a source of something else
+# ("the largest liability in its balance sheet") it is a question about the statement
+_STATEMENT_WORDS = (r"(?:consolidated\s+)?(?:income\s+statements?|balance\s+sheets?|cash[\s-]+flows?"
+                    r"\s+statements?|statements?\s+of\s+[\w\s]{3,30}?|p\s*&\s*l)")
+_SHOW = re.compile(
+    r"\b(?:show|display|give|list|present|pull\s+up|print|provide|full|entire|complete|whole|"
+    r"look\s+like)\b"
+    rf"|^\W*what\s+(?:is|was|were|are)\s+(?:the\s+)?(?:[\w.&-]+(?:['’]s?)?\s+){{0,3}}?{_STATEMENT_WORDS}"
+    r"|^(?!\W*(?:what|which|who|whom|why|how|when|where|is|are|was|were|does|do|did|has|have|"
+    r"had|can|could|will|would|should|based|using|according)\b)", re.I)
+_YES_NO = re.compile(r"^\W*(?:is|are|was|were|does|do|did|has|have|had|can|could|will|would|"
+                     r"should)\b", re.I)
+_WHICH_THING = re.compile(
+    r"\b(?:which|what)\s+(?:\w+\s+){0,2}?(?:events?|segments?|products?|items?|regions?|"
+    r"businesses|divisions?|customers?|markets?|areas?|drivers?|components?)\b", re.I)
 _FIRST_QUARTERS = re.compile(r"\b(?:first|1st)\s+(two|three|2|3)\s+(?:fiscal\s+)?quarters\b", re.I)
 _EACH = re.compile(r"\beach\s+(?:of\s+the\s+)?(?:\w+\s+){0,3}(?:fiscal\s+)?(?:years|quarters)\b", re.I)
 # "DPO is defined as: 365 * ...": the definition names the ratio's inputs, not more metrics
@@ -112,8 +128,12 @@ def classify(question: str, concepts: ConceptTable) -> FactQuery:
                   found.dates, last_n, unit=read_request(full),
                   average=bool(_AVERAGE.search(question)))
     years = {y for y, _ in found.periods if y} | set(found.calendar_years)
-    if statement and not metrics:
-        q.route, q.reason = "full_statement", f"names the {statement.replace('_', ' ')} statement"
+    if statement and not metrics and _SHOW.search(question):
+        q.route, q.reason = "full_statement", f"asks for the {statement.replace('_', ' ')} statement"
+    elif statement and not metrics:
+        q.reason = f"names the {statement.replace('_', ' ')} statement as a source, asks about it"
+    elif metrics and (_YES_NO.match(question) or _WHICH_THING.search(question)):
+        q.route, q.reason = "hybrid", "a yes/no or which-question about a metric: its figures, explained"
     elif metrics and _NARRATIVE.search(question):
         if _PURE_NARRATIVE.search(question) and not _AMOUNT.search(question):
             q.route, q.reason = "narrative", "asks about risks or strategy"
