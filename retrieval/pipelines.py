@@ -338,6 +338,8 @@ class Pipeline:
         batch = []
         for run, blocks, readings in runs:
             if run.done:
+                if on_text is not None and len(runs) == 1:
+                    on_text(run.answer.answer)  # answered from the facts: sent whole
                 continue
             if not blocks:
                 run.answer.answer = NOT_FOUND
@@ -352,7 +354,11 @@ class Pipeline:
         prompts = [answer_messages(run.answer.query, blocks) for run, blocks, _ in batch]
         with self.meter.measure() as m:
             if on_text is not None and len(prompts) == 1:
-                completions = engine.generate(prompts, params, on_text=on_text)
+                preface = batch[0][0].preface
+                if preface:  # what the facts say comes first, as in the final answer
+                    on_text(preface + "\n")
+                completions = engine.generate(prompts, params,
+                                              on_text=_lstripped(on_text) if preface else on_text)
             else:
                 completions = engine.generate(prompts, params)
         for (run, blocks, readings), completion in zip(batch, completions):
@@ -487,11 +493,11 @@ class Pipeline:
                 return None
             # the figures are stated from the facts, whatever the generator then writes
             run.preface = result.text
-            text = ("XBRL facts (use these figures for the numbers; the passages that follow "
+            text = ("Reported figures (use these for the numbers; the passages that follow "
                     "explain them):\n" + result.text)
             return Block("XBRL", 1, 1, text, self.count_tokens(text), None)
         if result.values or not routing.routed:
-            run.answer.answer = result.text or "The XBRL facts hold no answer to this question."
+            run.answer.answer = result.text or "The facts hold no answer to this question."
             run.done = True
         else:  # nothing in the facts: say so, then answer from the routed filings
             run.preface = result.text
@@ -600,6 +606,23 @@ class Pipeline:
             kept = self._retrieve(run, self.index, query, fts_extra=anchor)
         run.answer.retrieved["agentic"] = attempts
         return self._blocks(kept)
+
+
+def _lstripped(on_text: Callable[[str], None]) -> Callable[[str], None]:
+    """``on_text`` without the leading whitespace of the first pieces (the final answer's
+    generated part is stripped the same way)."""
+    started = False
+
+    def emit(piece: str) -> None:
+        nonlocal started
+        if not started:
+            piece = piece.lstrip()
+            if not piece:
+                return
+            started = True
+        on_text(piece)
+
+    return emit
 
 
 def _interleave_by_doc(retrieved: dict, stages: tuple[str, ...]) -> None:

@@ -24,7 +24,7 @@ import lxml.html
 
 from retrieval.documents import DocumentError, ParsedDocument, ParsedPage, Table
 
-__all__ = ["parse_sec_html", "parse_html"]
+__all__ = ["parse_sec_html", "read_html", "parse_html"]
 
 _BLOCK_TAGS = frozenset(
     "address article aside blockquote body caption center dd div dl dt figcaption figure footer form "
@@ -59,6 +59,19 @@ def parse_sec_html(path: str | Path) -> ParsedDocument:
     Raises DocumentError for a missing, empty or non-HTML file, or HTML without any text.
     """
     path = Path(path)
+    root = read_html(path)
+    hints = _dei_hints(root)
+    stream: list[Any] = []
+    body = root.find("body")
+    _walk_children(body if body is not None else root, stream)
+    pages = _cut_pages(stream)
+    if not pages:
+        raise DocumentError(f"{path}: HTML contains no text")
+    return ParsedDocument(pages=pages, hints=hints)
+
+
+def read_html(path: Path) -> lxml.html.HtmlElement:
+    """The parsed tree of an HTML file; DocumentError for a missing, empty or non-HTML file."""
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -68,16 +81,7 @@ def parse_sec_html(path: str | Path) -> ParsedDocument:
     head = data[:65536]
     if head.lstrip().startswith(b"%PDF") or b"\x00" in head or not _HTML_SNIFF_RE.search(head):
         raise DocumentError(f"{path}: not an HTML document")
-
-    root = parse_html(data, path)
-    hints = _dei_hints(root)
-    stream: list[Any] = []
-    body = root.find("body")
-    _walk_children(body if body is not None else root, stream)
-    pages = _cut_pages(stream)
-    if not pages:
-        raise DocumentError(f"{path}: HTML contains no text")
-    return ParsedDocument(pages=pages, hints=hints)
+    return parse_html(data, path)
 
 
 def parse_html(data: bytes, path: Path) -> lxml.html.HtmlElement:

@@ -305,7 +305,7 @@ class FactsAnswerer:
             lines += _comparison(values)
         text = "\n".join(lines)
         if missing:
-            text += ("\n" if text else "") + "Not in the XBRL facts: " + "; ".join(missing) + "."
+            text += ("\n" if text else "") + _not_in(companies) + "; ".join(missing) + "."
         return FactsResult(q.route, text.strip(), values, missing, requested)
 
     def _statement(self, q: FactQuery, companies: list[FactCompany]) -> FactsResult:
@@ -338,7 +338,7 @@ class FactsAnswerer:
                 values += got
         text = "\n".join(lines)
         if missing:
-            text += ("\n" if text else "") + "Not in the XBRL facts: " + "; ".join(missing) + "."
+            text += ("\n" if text else "") + _not_in(companies) + "; ".join(missing) + "."
         return FactsResult("full_statement", text.strip(), values, missing, requested)
 
 
@@ -413,6 +413,13 @@ def _comparison(values: list[FactValue]) -> list[str]:
         lines.append(f"{top.company}'s {top.label.lower()} was higher than {low.company}'s by "
                      f"{_num(top.value - low.value, top.unit)}.")
     return lines
+
+
+def _not_in(companies: list[FactCompany]) -> str:
+    """How a missing value is said: XBRL facts, or the lines read from a filing's statements
+    (a company known by its key, with no CIK)."""
+    xbrl = all(not c.cik.startswith("KEY:") for c in companies)
+    return "Not in the XBRL facts: " if xbrl else "Not in the facts read from the filings: "
 
 
 def _same(a: float, b: float) -> bool:

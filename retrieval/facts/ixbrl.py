@@ -14,7 +14,7 @@ import lxml.etree
 
 from retrieval.documents import DocumentError
 from retrieval.facts.model import Fact, FactsError
-from retrieval.sec_html import parse_html
+from retrieval.sec_html import read_html
 
 _WS_RE = re.compile(r"\s+")
 _MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), start=1)}
@@ -71,15 +71,7 @@ def read_inline_facts(path: str | Path, source: str | None = None) -> tuple[dict
 
 def _parse(path: Path) -> Any:
     try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise FactsError(f"{path}: cannot read file ({err.strerror or err})") from None
-    if not data.strip():
-        raise FactsError(f"{path}: empty file")
-    if data.lstrip().startswith(b"%PDF") or b"\x00" in data[:65536]:
-        raise FactsError(f"{path}: not an HTML document")
-    try:
-        return parse_html(data, path)
+        return read_html(path)
     except DocumentError as err:
         raise FactsError(str(err)) from None
 
