@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any
 
-from retrieval.calendars import date_period, fiscal_year_of_calendar_year, nominal_end
+from retrieval.calendars import date_period, fiscal_year_of_calendar_year
 from retrieval.facts.classify import FactQuery
 from retrieval.facts.concepts import ConceptTable, Metric
 from retrieval.facts.formula import Missing, evaluate
@@ -458,6 +458,3 @@ def _num(value: float, unit: str, signed: bool = False, display: str | None = No
         return f"{sign}{v * 100:.1f}%"
     return f"{sign}{v:,.4g} {unit}"
 
-
-def fiscal_year_end_of(company: FactCompany, year: int) -> str:
-    return nominal_end(year, company.fiscal_year_end).isoformat()

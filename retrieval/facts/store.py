@@ -83,10 +83,6 @@ class StoredFact:
     fiscal_quarter: int | None
     source: str
 
-    @property
-    def period_key(self) -> tuple:
-        return (self.fiscal_year, self.fiscal_quarter, self.period)
-
 
 @dataclass(frozen=True)
 class FactCompany:
