@@ -34,13 +34,13 @@ DEFAULT_HDRR = R.RESULTS / "quality_cpu" / "per_question.jsonl"
 
 def facts_answers(index: Path, questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One record per question: route, whether the facts route answered, its text, verdict."""
-    from retrieval.catalog import Catalog
-    from retrieval.companies import CompanyTable
+    from retrieval.store.catalog import Catalog
+    from retrieval.routing.companies import CompanyTable
     from retrieval.facts.answer import FactsAnswerer
     from retrieval.facts.classify import classify
     from retrieval.facts.concepts import default_concepts
     from retrieval.facts.store import FactStore
-    from retrieval.routing import CompanyDictionary, extract_mentions
+    from retrieval.routing.router import CompanyDictionary, extract_mentions
 
     catalog = Catalog(index / "catalog.sqlite", readonly=True)
     try:

@@ -273,7 +273,7 @@ def summarize(records: list[dict], latencies: list[dict]) -> dict[str, Any]:
 
 def index_facts(index: Path) -> dict[str, int]:
     """``{cik: facts}`` of an index's facts table; RuntimeError when it holds none."""
-    from retrieval.index import CATALOG_FILE
+    from retrieval.store.index import CATALOG_FILE
 
     path = Path(index) / CATALOG_FILE
     if not path.is_file():
@@ -576,7 +576,7 @@ def plots(summary: dict[str, Any], latencies: list[dict], out: Path, title: str)
 # --- command -------------------------------------------------------------------------------
 
 def add_parser(sub) -> None:
-    from retrieval.options import add_pipeline_options
+    from retrieval.systems.options import add_pipeline_options
 
     p = sub.add_parser("facts", help="the facts route on SEC questions: route, values, "
                        "refusals, LLM calls and latency", description=__doc__.split("\n\n")[0])
@@ -597,7 +597,7 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    from retrieval.options import index_dir, load_pipeline
+    from retrieval.systems.options import index_dir, load_pipeline
 
     if args.repeat < 1:
         raise ValueError("--repeat must be at least 1")

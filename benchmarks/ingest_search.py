@@ -40,7 +40,7 @@ def pct(values: list[float], q: float) -> float:
 
 def measure_ingest(pdfs: list[Path], metadata: Path | None, embedder) -> dict:
     """Ingest a sample into a throwaway index and split the time by stage."""
-    from retrieval.ingest import Ingestor
+    from retrieval.indexer import Ingestor
 
     with tempfile.TemporaryDirectory() as tmp:
         ing = Ingestor(Path(tmp) / "idx", embedder, metadata=metadata)
@@ -54,7 +54,7 @@ def measure_ingest(pdfs: list[Path], metadata: Path | None, embedder) -> dict:
 
 def measure_search(index_dir: Path, questions: list[dict], embedder, repeats: int) -> dict:
     """Per question: hybrid/FTS/dense search over the whole corpus vs inside its filing."""
-    from retrieval.index import Index
+    from retrieval.store.index import Index
 
     with Index.open(index_dir) as index:
         docs = {d.doc_id for d in index.documents()}

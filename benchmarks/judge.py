@@ -115,7 +115,7 @@ def _cut(text: str, budget: int, count: Callable[[str], int] | None) -> tuple[st
     n = count(text)
     if n <= budget:
         return text, False, n
-    from retrieval.context import truncate_to_tokens
+    from retrieval.systems.context import truncate_to_tokens
 
     room = max(0, budget - count(TRUNCATION_MARK))
     cut = truncate_to_tokens(text, room, count).rstrip() + TRUNCATION_MARK

@@ -81,7 +81,7 @@ def code_version() -> str:
 
 def available_systems(pipe, wanted: list[str] | None) -> list[str]:
     """``wanted`` (checked), or every default system whose index is there."""
-    from retrieval.pipelines import SYSTEMS
+    from retrieval.systems.pipelines import SYSTEMS
 
     if wanted:
         unknown = [s for s in wanted if s not in SYSTEMS]
@@ -123,7 +123,7 @@ def run_quality(pipe, questions, systems: list[str], cache_dir: Path, *, judge_e
     has no gold answer or the system failed). ``cached_only``: answer and judge nothing, take
     what the caches hold (a report of a run still going, or stopped)."""
     from benchmarks import judge as J
-    from retrieval.evaluation import score_row
+    from retrieval.systems.evaluation import score_row
 
     samples = {s: sample_ids(questions, n) for s, n in (limits or {}).items()}
     answers = R.JsonlCache(cache_dir / "answers.jsonl")
@@ -204,7 +204,7 @@ def _label(rec: dict) -> str | None:
 
 def summarize(records: list[dict], systems: list[str], reference: str) -> dict[str, Any]:
     from benchmarks.serve_load import percentile
-    from retrieval.evaluation import summarize as retrieval_summary
+    from retrieval.systems.evaluation import summarize as retrieval_summary
 
     stale = [r for r in records if r.get("stale")]
     records = [r for r in records if not r.get("stale")]
@@ -551,7 +551,7 @@ def _limits(text: str) -> dict[str, int]:
 
 
 def add_parser(sub) -> None:
-    from retrieval.options import add_pipeline_options
+    from retrieval.systems.options import add_pipeline_options
 
     p = sub.add_parser("quality", help="answer quality (local judge), retrieval and cost of "
                        "every system on the same questions", description=__doc__.split("\n\n")[0])
@@ -587,8 +587,8 @@ def main(args) -> int:
     import json
 
     from benchmarks import judge as J
-    from retrieval.evaluation import load_questions
-    from retrieval.options import load_pipeline
+    from retrieval.systems.evaluation import load_questions
+    from retrieval.systems.options import load_pipeline
 
     limits = _limits(args.system_limit)
     from benchmarks.splits import select

@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     from models.profiles import load_config, resolve_role
     from models.rerankers import LLMRelevanceScorer, MaxSimReranker
     from models.transformers_engine import TransformersEngine
-    from retrieval.index import Index
+    from retrieval.store.index import Index
 
     p = argparse.ArgumentParser(prog="python -m benchmarks.reranker_auc", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)

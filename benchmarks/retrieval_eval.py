@@ -1,6 +1,6 @@
 """Retrieval of every system on labelled questions, as a report with plots.
 
-Runs ``retrieval.evaluation.evaluate_retrieval`` (the same code as ``finrag eval retrieval``)
+Runs ``retrieval.systems.evaluation.evaluate_retrieval`` (the same code as ``finrag eval retrieval``)
 with its per-question rows kept in the results folder, so re-running resumes and a finished run
 only redraws the report. Writes report.md, results.json, rows.jsonl and two PNGs.
 
@@ -108,8 +108,8 @@ def _report(summary: dict, meta: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from retrieval.evaluation import evaluate_retrieval, load_questions
-    from retrieval.pipelines import SYSTEMS, Pipeline, variant_dir
+    from retrieval.systems.evaluation import evaluate_retrieval, load_questions
+    from retrieval.systems.pipelines import SYSTEMS, Pipeline, variant_dir
 
     p = argparse.ArgumentParser(prog="python -m benchmarks.retrieval_eval", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -45,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     from models.profiles import load_config, resolve_role
     from models.router_schema import RouterOutput, router_messages
     from models.transformers_engine import TransformersEngine
-    from retrieval.companies import CompanyTable
-    from retrieval.metadata import parse_filename
+    from retrieval.routing.companies import CompanyTable
+    from retrieval.ingest.metadata import parse_filename
 
     p = argparse.ArgumentParser(prog="python -m benchmarks.router_eval", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -1,7 +1,7 @@
 """What a parsed filing looks like before it is chunked and indexed.
 
 Parsers (PDF, SEC HTML) produce a ``ParsedDocument``; metadata comes from a sidecar file or
-from the file name (``retrieval.metadata``) and is carried as ``DocumentMeta``.
+from the file name (``retrieval.ingest.metadata``) and is carried as ``DocumentMeta``.
 Pages are numbered from 1, as a person sees them in a viewer.
 """
 
@@ -67,3 +67,13 @@ class DocumentMeta:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass
+class Chunk:
+    seq: int  # position in the document, from 0
+    text: str
+    first_page: int
+    last_page: int
+    start: int  # character offsets into the joined document text
+    end: int

@@ -33,7 +33,7 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
 
-from retrieval.pipelines import SYSTEMS, QuestionError
+from retrieval.systems.pipelines import SYSTEMS, QuestionError
 from serving.config import AppConfig
 from serving.deployments import Embedder, Generator, Reranker, Retriever, Router, _profile
 from serving.metrics import Metrics
@@ -134,7 +134,7 @@ class Ingress:
         with self._build:
             if self._pipeline is None:
                 from models.energy import select_meter
-                from retrieval.pipelines import Pipeline
+                from retrieval.systems.pipelines import Pipeline
                 from serving.remote import (RemoteEmbedder, RemoteFacts, RemoteIndex,
                                             RemoteLLM, RemoteReranker, RemoteRouter)
 

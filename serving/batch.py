@@ -79,7 +79,7 @@ class PipelineWorker:
 
     def __init__(self, index: str, system: str, generate: bool, pipeline_kwargs: dict):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from retrieval.pipelines import Pipeline
+        from retrieval.systems.pipelines import Pipeline
 
         self.pipe = Pipeline.load(index, **pipeline_kwargs)
         self.system, self.generate = system, generate
@@ -130,7 +130,7 @@ def _ray_records(todo: list[dict], index: str, system: str, generate: bool,
 
 def _sequential_records(todo: list[dict], index: str, system: str, generate: bool,
                         pipeline_kwargs: dict) -> Iterator[str]:
-    from retrieval.pipelines import Pipeline
+    from retrieval.systems.pipelines import Pipeline
 
     pipe = Pipeline.load(index, **pipeline_kwargs)
     try:
@@ -147,7 +147,7 @@ def run_batch(questions: str | Path, out: str | Path, *, index: str | Path, syst
     """Answer every question of ``questions`` not yet in ``out``; returns the run's summary."""
     from tqdm import tqdm
 
-    from retrieval.pipelines import SYSTEMS
+    from retrieval.systems.pipelines import SYSTEMS
 
     if system not in SYSTEMS:
         raise ValueError(f"unknown system {system!r}; choose from {', '.join(SYSTEMS)}")

@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from retrieval.options import (add_index_option, add_pipeline_options, add_profile_options,
+from retrieval.systems.options import (add_index_option, add_pipeline_options, add_profile_options,
                                index_dir, load_pipeline, pipeline_kwargs)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from installed packages only
@@ -28,15 +28,15 @@ def _pages(first: int, last: int) -> str:
 # commands ---------------------------------------------------------------------
 def cmd_ingest(args) -> int:
     from models.embedders import load_embedder
-    from retrieval.companies import CompanyTable
-    from retrieval.ingest import Ingestor
+    from retrieval.routing.companies import CompanyTable
+    from retrieval.indexer import Ingestor
 
     companies = CompanyTable.load(args.companies or [])
     embedder = load_embedder("minilm", batch_size=args.batch_size)
     contextualizer = None
     if args.variant == "llmctx":  # the profile's generator writes the contexts
         from models.profiles import load_config, load_llm
-        from retrieval.variants import Contextualizer
+        from retrieval.ingest.variants import Contextualizer
 
         profile = load_config().active(args.profile)
         contextualizer = Contextualizer(lambda: load_llm(profile, "generator"),
@@ -78,7 +78,7 @@ def cmd_ingest(args) -> int:
 
 def cmd_search(args) -> int:
     from models.embedders import load_embedder
-    from retrieval.index import Index, UnknownDocumentError
+    from retrieval.store.index import Index, UnknownDocumentError
 
     query = args.query.strip()
     if not query:
@@ -118,7 +118,7 @@ def cmd_search(args) -> int:
 
 
 def cmd_documents(args) -> int:
-    from retrieval.index import Index
+    from retrieval.store.index import Index
 
     with Index.open(index_dir(args)) as index:
         docs = [d.to_dict() for d in index.documents()]
@@ -176,7 +176,7 @@ def cmd_demo(args) -> int:
 
 def _route_questions(router, args) -> int:
     """Routing accuracy on labelled questions (question, doc_name, pdf_present per line)."""
-    from retrieval.routing import evaluate_routing
+    from retrieval.routing.router import evaluate_routing
 
     lines = args.questions.read_text(encoding="utf-8").splitlines()
     report = evaluate_routing(router, [json.loads(line) for line in lines if line.strip()])
@@ -193,9 +193,9 @@ def _route_questions(router, args) -> int:
 
 
 def cmd_route(args) -> int:
-    from retrieval.companies import CompanyTable
-    from retrieval.index import Index
-    from retrieval.routing import Router, make_content_scorer
+    from retrieval.routing.companies import CompanyTable
+    from retrieval.store.index import Index
+    from retrieval.routing.router import Router, make_content_scorer
 
     question = (args.question or "").strip()
     if not question and not args.questions:
@@ -288,7 +288,7 @@ def print_answer(a: dict) -> None:
 
 
 def cmd_ask(args) -> int:
-    from retrieval.pipelines import QuestionError, check_question
+    from retrieval.systems.pipelines import QuestionError, check_question
 
     try:
         question = check_question(args.question)
@@ -315,8 +315,8 @@ def cmd_ask(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from retrieval.evaluation import evaluate_retrieval, format_table, load_questions
-    from retrieval.pipelines import SYSTEMS
+    from retrieval.systems.evaluation import evaluate_retrieval, format_table, load_questions
+    from retrieval.systems.pipelines import SYSTEMS
 
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     unknown = [s for s in systems if s not in SYSTEMS]

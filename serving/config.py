@@ -113,7 +113,7 @@ class AppConfig(_Strict):
         return opts
 
     def index_dir(self) -> Path:
-        from retrieval.index import default_index_dir
+        from retrieval.store.index import default_index_dir
 
         return Path(self.index).expanduser() if self.index else default_index_dir()
 

@@ -22,8 +22,8 @@ def run_demo(workdir: Path, *, serve: bool = True, profile: str = "cpu",
              port: int | None = None) -> int:
     from models.embedders import load_embedder
     from retrieval.demo import generate_demo_corpus
-    from retrieval.index import Index
-    from retrieval.ingest import Ingestor
+    from retrieval.store.index import Index
+    from retrieval.indexer import Ingestor
 
     workdir = Path(workdir)
     print(_line("═"))

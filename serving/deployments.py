@@ -30,7 +30,7 @@ def variant_dirs(cfg: AppConfig) -> dict[str, str]:
     """The index variants that exist on disk (V-A ``meta``, V-B ``llmctx``)."""
     from pathlib import Path
 
-    from retrieval.pipelines import variant_dir
+    from retrieval.systems.pipelines import variant_dir
 
     index = cfg.index_dir()
     found = {}
@@ -47,7 +47,7 @@ class Embedder:
 
     def __init__(self, config: dict):
         from models.embedders import load_embedder
-        from retrieval.index import Index
+        from retrieval.store.index import Index
 
         with Index.open(AppConfig.model_validate(config).index_dir()) as index:
             settings = index.settings
@@ -62,7 +62,7 @@ class Retriever:
     """Catalog + FTS5 + FAISS, opened read-only; the plain index and its variants."""
 
     def __init__(self, config: dict):
-        from retrieval.index import Index
+        from retrieval.store.index import Index
 
         cfg = AppConfig.model_validate(config)
         self.indexes = {None: Index.open(cfg.index_dir())}
@@ -211,9 +211,9 @@ class Router:
     one model for both roles, else its own."""
 
     def __init__(self, config: dict, embedder, generator=None):
-        from retrieval.companies import CompanyTable
-        from retrieval.index import Index
-        from retrieval.routing import Router as Resolver, make_content_scorer
+        from retrieval.routing.companies import CompanyTable
+        from retrieval.store.index import Index
+        from retrieval.routing.router import Router as Resolver, make_content_scorer
         from serving.remote import RemoteEmbedder, RemoteLLM
 
         cfg = AppConfig.model_validate(config)

@@ -11,8 +11,8 @@ from pathlib import Path
 def cmd_extract(args) -> int:
     from tqdm import tqdm
 
-    from retrieval.catalog import Catalog
-    from retrieval.companies import CompanyTable
+    from retrieval.store.catalog import Catalog
+    from retrieval.routing.companies import CompanyTable
     from retrieval.facts.concepts import ConceptTable
     from retrieval.facts.statements import store_statements
     from retrieval.facts.store import FactStore

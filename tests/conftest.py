@@ -35,7 +35,7 @@ def demo_corpus(tmp_path_factory):
 @pytest.fixture(scope="session")
 def demo_index(tmp_path_factory, demo_corpus, embedder):
     """The demo corpus ingested once for the whole session (tests must not write to it)."""
-    from retrieval.ingest import Ingestor
+    from retrieval.indexer import Ingestor
 
     folder = tmp_path_factory.mktemp("demo-index")
     ingestor = Ingestor(folder, embedder, metadata=demo_corpus.metadata_path)

@@ -98,7 +98,7 @@ def test_killed_batch_run_resumes(demo_index, demo_corpus, tmp_path):
 
 
 def test_answer_many_batches_generation(demo_index, demo_corpus):
-    from retrieval.pipelines import Pipeline
+    from retrieval.systems.pipelines import Pipeline
 
     questions = [json.loads(l)["question"]
                  for l in Path(demo_corpus.questions_path).read_text().splitlines()[:2]]

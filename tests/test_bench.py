@@ -205,7 +205,7 @@ def test_system_limits_parse():
 
 
 def test_system_sample_is_fixed_nested_and_routed_only():
-    from retrieval.evaluation import Question
+    from retrieval.systems.evaluation import Question
 
     qs = [Question(f"q{i}", "?", f"DOC{i}" if i % 3 else None, [1], pdf_present=i % 4 != 0)
           for i in range(40)]

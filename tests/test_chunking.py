@@ -1,4 +1,4 @@
-from retrieval.chunking import chunk_pages, join_pages
+from retrieval.ingest.chunking import chunk_pages, join_pages
 from retrieval.documents import ParsedPage
 import pytest
 

@@ -2,7 +2,7 @@
 
 import json
 
-from retrieval.evaluation import (Question, evidence_hit, load_questions, score_row, summarize,
+from retrieval.systems.evaluation import (Question, evidence_hit, load_questions, score_row, summarize,
                                   wrong_document_share)
 
 

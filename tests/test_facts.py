@@ -14,7 +14,7 @@ COMPANYFACTS = SEC / "companyfacts"
 @pytest.fixture(scope="module")
 def facts_index(tmp_path_factory, embedder):
     """An index holding only the five companies' companyfacts (no documents)."""
-    from retrieval.ingest import Ingestor
+    from retrieval.indexer import Ingestor
 
     need_shared(COMPANYFACTS)
     folder = tmp_path_factory.mktemp("facts-index")
@@ -29,7 +29,7 @@ def facts_index(tmp_path_factory, embedder):
 
 @pytest.fixture(scope="module")
 def pipe(facts_index):
-    from retrieval.pipelines import Pipeline
+    from retrieval.systems.pipelines import Pipeline
 
     p = Pipeline.load(facts_index, profile="tiny")
     yield p
@@ -46,7 +46,7 @@ def value_of(answer, metric):
 def test_quarters_of_52_53_week_years_follow_the_day_count():
     from datetime import date
 
-    from retrieval.calendars import quarter_ending
+    from retrieval.routing.calendars import quarter_ending
 
     assert quarter_ending(date(2023, 12, 30), 2024, "09-27") == 1  # Apple Q1 FY2024
     assert quarter_ending(date(2022, 12, 31), 2023, "09-27") == 1  # a 14-week Q1
@@ -68,7 +68,7 @@ def test_facts_sit_on_each_companys_calendar(pipe):
 
 def test_reingest_is_idempotent_and_a_malformed_file_is_one_clear_line(facts_index, embedder,
                                                                         tmp_path):
-    from retrieval.ingest import Ingestor
+    from retrieval.indexer import Ingestor
 
     ingestor = Ingestor(facts_index, embedder)
     try:
@@ -132,7 +132,7 @@ def test_segment_facts_never_answer(tmp_path, embedder):
     from retrieval.facts.answer import FactsAnswerer
     from retrieval.facts.classify import classify
     from retrieval.facts.concepts import default_concepts
-    from retrieval.ingest import Ingestor
+    from retrieval.indexer import Ingestor
 
     need_shared(SEC / "filings")
     ingestor = Ingestor(tmp_path / "idx", embedder)

@@ -15,7 +15,7 @@ DOC = "3M_2018_10K"
 @pytest.fixture(scope="module")
 def mmm(tmp_path_factory, embedder):
     """An index of one FinanceBench PDF; ingest reads its statements into the facts store."""
-    from retrieval.ingest import Ingestor
+    from retrieval.indexer import Ingestor
 
     pdf = need_shared(FINANCEBENCH / "pdfs" / f"{DOC}.pdf")
     folder = tmp_path_factory.mktemp("mmm-index")
@@ -115,7 +115,7 @@ def test_a_note_table_does_not_override_the_primary_statement(mmm):
 
 
 def test_extract_again_replaces_the_documents_facts(mmm):
-    from retrieval.companies import CompanyTable
+    from retrieval.routing.companies import CompanyTable
     from retrieval.facts.concepts import default_concepts
     from retrieval.facts.statements import store_statements
 

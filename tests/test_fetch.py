@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.companies import CompanyTable
+from retrieval.routing.companies import CompanyTable
 from retrieval.facts.companyfacts import read_companyfacts
 from retrieval.facts.edgar import (FetchError, SecClient, fetch_company, list_filings, resolve_cik,
                                    user_agent_from)
-from retrieval.ingest import find_files
-from retrieval.metadata import load_sidecar
+from retrieval.indexer import find_files
+from retrieval.ingest.metadata import load_sidecar
 
 REPO = Path(__file__).resolve().parents[1]
 AGENT = "finrag tests test@example.com"

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.catalog import fts_query
-from retrieval.index import Index, UnknownDocumentError
-from retrieval.ingest import Ingestor
+from retrieval.store.catalog import fts_query
+from retrieval.store.index import Index, UnknownDocumentError
+from retrieval.indexer import Ingestor
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from retrieval.context import NOT_FOUND, Block, build_blocks, cite, fair_shares, mark_pages
-from retrieval.pipelines import PartAnswer, QuestionError, fuse_part_answers
+from retrieval.systems.context import NOT_FOUND, Block, build_blocks, cite, fair_shares, mark_pages
+from retrieval.systems.pipelines import PartAnswer, QuestionError, fuse_part_answers
 
 
 def words(text: str) -> int:
@@ -73,7 +73,7 @@ def test_sfr_fusion_rules():
 # the systems on the demo corpus ----------------------------------------------------------
 @pytest.fixture(scope="module")
 def pipe(demo_index):
-    from retrieval.pipelines import Pipeline
+    from retrieval.systems.pipelines import Pipeline
 
     p = Pipeline.load(demo_index, profile="tiny")
     yield p
@@ -152,7 +152,7 @@ def test_agentic_retries_are_capped(pipe):
 
 
 def test_agentic_without_retries_verifies_once(pipe):
-    from retrieval.pipelines import Pipeline
+    from retrieval.systems.pipelines import Pipeline
 
     settings = pipe.profile.pipeline.model_copy(update={"agentic_max_retries": 0})
     strict = Pipeline(pipe.index, pipe.embedder, pipe.profile.model_copy(update={"pipeline": settings}),
@@ -174,8 +174,8 @@ def test_bad_questions_and_missing_variants_are_clear_errors(pipe):
 
 
 def test_neighbouring_chunks_are_joined_once():
-    from retrieval.chunking import chunk_pages
-    from retrieval.context import merge_neighbours
+    from retrieval.ingest.chunking import chunk_pages
+    from retrieval.systems.context import merge_neighbours
     from retrieval.documents import ParsedPage
 
     pages = [ParsedPage(n, " ".join(f"p{n}w{i}" for i in range(300))) for n in (1, 2, 3)]
@@ -202,7 +202,7 @@ def test_neighbouring_chunks_are_joined_once():
 
 
 def test_table_rows_name_every_cell_and_follow_the_text():
-    from retrieval.context import table_rows
+    from retrieval.systems.context import table_rows
 
     table = {"page": 60, "header": ["label", "2018", "2017"],
              "rows": [{"label": "Depreciation and amortization", "2018": "1,488", "2017": "1,544"},
@@ -229,7 +229,7 @@ def test_table_rows_name_every_cell_and_follow_the_text():
 
 
 def test_only_yes_no_questions_are_asked_for_yes_or_no_first():
-    from retrieval.context import YES_NO_RULE, answer_messages, is_yes_no
+    from retrieval.systems.context import YES_NO_RULE, answer_messages, is_yes_no
 
     assert is_yes_no("Is 3M a capital-intensive business based on FY2022 data?")
     assert is_yes_no("Does Adobe have an improving operating margin profile as of FY2022?")

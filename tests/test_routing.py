@@ -10,10 +10,10 @@ import pytest
 
 from models.router_schema import RouterOutput
 from retrieval.answer import ROUTING_STATUSES
-from retrieval.calendars import fiscal_period, fiscal_year_of_calendar_year
-from retrieval.catalog import DocumentRecord
-from retrieval.companies import CompanyTable
-from retrieval.routing import (Resolver, Router, evaluate_routing, extract_mentions,
+from retrieval.routing.calendars import fiscal_period, fiscal_year_of_calendar_year
+from retrieval.store.catalog import DocumentRecord
+from retrieval.routing.companies import CompanyTable
+from retrieval.routing.router import (Resolver, Router, evaluate_routing, extract_mentions,
                                extract_periods, make_content_scorer)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -302,7 +302,7 @@ def test_fast_path_is_counted_and_the_llm_called_only_when_needed():
 
 
 def test_demo_index_routes_every_demo_question(demo_index, demo_corpus, embedder):
-    from retrieval.index import Index
+    from retrieval.store.index import Index
 
     questions = [json.loads(line) for line in demo_corpus.questions_path.read_text().splitlines()]
     with Index.open(demo_index) as index:

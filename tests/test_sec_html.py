@@ -1,4 +1,4 @@
-"""Tests for retrieval.sec_html: handwritten HTML snippets, then the shared EDGAR filings."""
+"""Tests for retrieval.ingest.html: handwritten HTML snippets, then the shared EDGAR filings."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from retrieval.documents import DocumentError
-from retrieval.sec_html import parse_sec_html
+from retrieval.ingest.html import parse_sec_html
 
 SEC_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "sec"
 FILINGS = SEC_DIR / "filings"

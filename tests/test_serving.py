@@ -59,7 +59,7 @@ NVDA_FACTS = SHARED / "data" / "sec" / "companyfacts" / "CIK0001045810.json"
 
 @pytest.fixture(scope="module")
 def served(demo_index, tmp_path_factory, embedder):
-    from retrieval.ingest import Ingestor
+    from retrieval.indexer import Ingestor
 
     work = tmp_path_factory.mktemp("serve")
     index = work / "index"  # the demo filings, plus NVIDIA's XBRL facts when they are here

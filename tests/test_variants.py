@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.chunking import chunk_pages
-from retrieval.context import mark_pages
+from retrieval.ingest.chunking import chunk_pages
+from retrieval.systems.context import mark_pages
 from retrieval.documents import DocumentMeta
-from retrieval.index import Index
-from retrieval.ingest import Ingestor, parse_file
-from retrieval.variants import (ContextStore, Contextualizer, clean_context, indexed_chunks,
+from retrieval.store.index import Index
+from retrieval.indexer import Ingestor, parse_file
+from retrieval.ingest.variants import (ContextStore, Contextualizer, clean_context, indexed_chunks,
                                 meta_prefix)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -275,7 +275,7 @@ def test_llmctx_contexts_persisted_reused_and_resumable(tiny_llm, small_filing, 
 
 
 def test_indexed_chunks_keep_pages_and_offsets():
-    from retrieval.chunking import Chunk
+    from retrieval.documents import Chunk
 
     meta = DocumentMeta("A", "Acme", "10-K", fiscal_year=2022)
     chunks = [Chunk(0, "Revenue grew.", 3, 4, 100, 113)]

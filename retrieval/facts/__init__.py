@@ -8,6 +8,6 @@
 - ``answer``: metric lookup, time series, full statement and comparisons from the store;
 - ``checks``: contradictions between facts and narrative text, and the confidence score.
 
-Imports stay one-way: ``facts`` uses ``retrieval.companies`` and ``retrieval.calendars`` only;
-``retrieval.pipelines`` uses ``facts``.
+Imports stay one-way: ``facts`` uses ``retrieval.routing.companies`` and ``retrieval.routing.calendars`` only;
+``retrieval.systems.pipelines`` uses ``facts``.
 """

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any
 
-from retrieval.calendars import date_period, fiscal_year_of_calendar_year
+from retrieval.routing.calendars import date_period, fiscal_year_of_calendar_year
 from retrieval.facts.classify import FactQuery
 from retrieval.facts.concepts import ConceptTable, Metric
 from retrieval.facts.formula import Missing, evaluate

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from retrieval.calendars import read_periods
+from retrieval.routing.calendars import read_periods
 from retrieval.facts.concepts import ConceptTable, Metric
 from retrieval.facts.formula import parse as parse_formula
 from retrieval.facts.formula import uses_prior_year

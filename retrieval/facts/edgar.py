@@ -4,7 +4,7 @@
 
 * ``CIK##########.json``: the companyfacts file, byte for byte as SEC serves it;
 * ``<ticker>-<form>-<filing date>.html``: each filing's primary document
-  (``nvda-10-k-2025-02-26.html``, the EDGAR-style name ``retrieval.metadata`` parses);
+  (``nvda-10-k-2025-02-26.html``, the EDGAR-style name ``retrieval.ingest.metadata`` parses);
 * ``filings.jsonl``: one finrag sidecar line per filing (``finrag ingest --metadata``);
 * ``sources.jsonl``: where each filing came from (form, CIK, accession, URL). It is a separate
   file because the finrag sidecar format refuses keys it does not know.
@@ -34,8 +34,8 @@ from typing import Any, Callable, Iterable
 
 from tqdm import tqdm
 
-from retrieval.calendars import fiscal_period, nominal_end
-from retrieval.companies import Company, CompanyTable, default_table
+from retrieval.routing.calendars import fiscal_period, nominal_end
+from retrieval.routing.companies import Company, CompanyTable, default_table
 
 WWW_URL = "https://www.sec.gov"
 DATA_URL = "https://data.sec.gov"
@@ -327,7 +327,7 @@ def _calendar_company(company: Company | None, submissions: dict[str, Any],
 
 def _sidecar_record(doc_id: str, filing: Filing, fiscal_year: int, quarter: int | None,
                     calendar: Company, known: Company | None) -> dict[str, Any]:
-    """A line in finrag's sidecar format (``retrieval.metadata.load_sidecar``)."""
+    """A line in finrag's sidecar format (``retrieval.ingest.metadata.load_sidecar``)."""
     record = {"doc_id": doc_id, "company": calendar.name, "ticker": calendar.ticker,
               "doc_type": filing.form, "fiscal_year": fiscal_year, "fiscal_quarter": quarter,
               "period_end": filing.report_date, "filing_date": filing.filing_date}

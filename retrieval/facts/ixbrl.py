@@ -14,7 +14,7 @@ import lxml.etree
 
 from retrieval.documents import DocumentError
 from retrieval.facts.model import Fact, FactsError
-from retrieval.sec_html import read_html
+from retrieval.ingest.html import read_html
 
 _WS_RE = re.compile(r"\s+")
 _MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), start=1)}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from retrieval.companies import Company, CompanyTable
+from retrieval.routing.companies import Company, CompanyTable
 from retrieval.facts.companyfacts import read_companyfacts
 from retrieval.facts.ixbrl import read_inline_facts
 from retrieval.facts.model import Fact, FactsError

@@ -20,8 +20,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from retrieval.calendars import nominal_end
-from retrieval.companies import Company, CompanyTable
+from retrieval.routing.calendars import nominal_end
+from retrieval.routing.companies import Company, CompanyTable
 from retrieval.facts.concepts import ConceptTable, Metric, _norm
 from retrieval.facts.model import Fact
 from retrieval.facts.store import FactStore

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, Iterable
 
-from retrieval.calendars import fiscal_period, is_quarter_end, quarter_ending
-from retrieval.companies import Company
+from retrieval.routing.calendars import fiscal_period, is_quarter_end, quarter_ending
+from retrieval.routing.companies import Company
 from retrieval.facts.model import Fact
 
 _SCHEMA = """

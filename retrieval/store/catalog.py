@@ -14,8 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.chunking import Chunk
-from retrieval.documents import DocumentMeta, ParsedDocument
+from retrieval.documents import Chunk, DocumentMeta, ParsedDocument
 
 SCHEMA_VERSION = 1
 

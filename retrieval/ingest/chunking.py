@@ -3,19 +3,8 @@
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass
 
-from retrieval.documents import ParsedPage
-
-
-@dataclass
-class Chunk:
-    seq: int  # position in the document, from 0
-    text: str
-    first_page: int
-    last_page: int
-    start: int  # character offsets into the joined document text
-    end: int
+from retrieval.documents import Chunk, ParsedPage
 
 
 def join_pages(pages: list[ParsedPage]) -> tuple[str, list[int]]:

@@ -24,7 +24,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-from retrieval.companies import Company, CompanyTable, default_table
+from retrieval.routing.companies import Company, CompanyTable, default_table
 from retrieval.documents import DOC_TYPES, DocumentMeta
 
 log = logging.getLogger(__name__)

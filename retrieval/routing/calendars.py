@@ -5,7 +5,7 @@
 "dated 1st July 2022", "August 2023"); ``fiscal_period`` says which fiscal year and quarter a
 calendar date falls in for a company.
 
-finrag names a fiscal year after the calendar year it ends in (``retrieval.metadata``): a year
+finrag names a fiscal year after the calendar year it ends in (``retrieval.ingest.metadata``): a year
 ending 31 January 2023 is FY2023. A 52/53-week year ends within 3 days of its nominal end, so a
 day up to 3 days past the nominal end still belongs to the year that is closing.
 """

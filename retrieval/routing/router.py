@@ -23,9 +23,9 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import DamerauLevenshtein
 
 from retrieval.answer import LLMCall, Routing
-from retrieval.calendars import (DateMention, date_period, end_from_period, fiscal_period,
+from retrieval.routing.calendars import (DateMention, date_period, end_from_period, fiscal_period,
                                  fiscal_year_of_calendar_year, is_quarter_end, read_periods)
-from retrieval.companies import Company, CompanyTable, default_table, normalize_name
+from retrieval.routing.companies import Company, CompanyTable, default_table, normalize_name
 
 ContentScorer = Callable[[str, list[str]], "str | None"]
 

@@ -8,7 +8,7 @@
   filing (company, filing type and period, section or topic), one line, a space, then the chunk.
 
 The prefix is joined with a space, never a newline: in a chunk's text every newline is a page
-boundary (``retrieval.context.mark_pages`` relies on it to mark pages for citations), so the
+boundary (``retrieval.systems.context.mark_pages`` relies on it to mark pages for citations), so the
 prefix must not add one. Tokenizers (FTS5, the embedders) treat both alike.
 
 The variant is fixed per index (``IndexSettings.variant``). The prefixed text is what is stored
@@ -31,8 +31,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from retrieval.chunking import Chunk, join_pages
-from retrieval.documents import DocumentMeta, ParsedDocument
+from retrieval.documents import Chunk, DocumentMeta, ParsedDocument
+from retrieval.ingest.chunking import join_pages
 
 VARIANTS = ("plain", "meta", "llmctx")
 PROMPT_VERSION = "ctx-v1"  # part of a stored context's key: change it when the prompt changes

@@ -24,9 +24,9 @@ from typing import Any, Callable, Iterator, Literal
 from pydantic import BaseModel, Field
 
 from retrieval.answer import Answer, Citation, LLMCall, Routing
-from retrieval.context import (NOT_FOUND, Block, answer_messages, build_blocks, cite,
+from retrieval.systems.context import (NOT_FOUND, Block, answer_messages, build_blocks, cite,
                                fair_shares, mark_pages, truncate_to_tokens)
-from retrieval.index import Hit, Index
+from retrieval.store.index import Hit, Index
 
 SYSTEMS = ("hdrr", "cbr", "sfr", "cbr_meta", "cbr_llmctx", "agentic")
 VARIANT_OF = {"cbr_meta": "meta", "cbr_llmctx": "llmctx"}
@@ -204,7 +204,7 @@ class Pipeline:
     @property
     def router(self):
         if self._router is None:
-            from retrieval.routing import Router, make_content_scorer
+            from retrieval.routing.router import Router, make_content_scorer
 
             llm = (lambda: self.engine("router")) if self.use_llm_router else None  # on first need
             self._router = Router(self.index, self.companies, llm=llm,

@@ -17,7 +17,7 @@ from typing import Any, Iterable
 import yaml
 from rapidfuzz import fuzz, process
 
-PACKAGED_YAML = Path(__file__).parent / "data" / "companies.yaml"
+PACKAGED_YAML = Path(__file__).parents[1] / "data" / "companies.yaml"
 
 # Dropped from the end of a name (and "the" from its start) by normalize_name.
 _SUFFIXES = {

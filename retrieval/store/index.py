@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.catalog import Catalog, DocumentRecord
-from retrieval.fusion import rrf
-from retrieval.vectors import VectorIndex
+from retrieval.store.catalog import Catalog, DocumentRecord
+from retrieval.store.fusion import rrf
+from retrieval.store.vectors import VectorIndex
 
 CATALOG_FILE = "catalog.sqlite"
 VECTORS_FILE = "vectors.faiss"
@@ -39,7 +39,7 @@ class IndexSettings:
     embedder_kind: str = "sentence-transformers"  # models.embedders.load_embedder(kind=...)
     embedder_model_id: str = ""
     dim: int = 0
-    variant: str = "plain"  # retrieval.variants: "plain" | "meta" | "llmctx"
+    variant: str = "plain"  # retrieval.ingest.variants: "plain" | "meta" | "llmctx"
     context_model: str = ""  # llmctx: the LLM that wrote the chunk contexts
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pymupdf
 
 from retrieval.documents import DocumentError, ParsedDocument, ParsedPage
-from retrieval.tables import find_tables
+from retrieval.ingest.tables import find_tables
 
 pymupdf.TOOLS.mupdf_display_errors(False)  # damaged-file chatter goes to our one-line error
 

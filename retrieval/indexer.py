@@ -5,7 +5,7 @@ a run that is killed loses at most the document in flight, and the next run skip
 document already indexed (by sha256), so re-running gives the same index as one clean run.
 Files that cannot be read are reported one line each and the rest goes on.
 
-The index variant (``retrieval.variants``: plain, meta, llmctx) decides the indexed text of each
+The index variant (``retrieval.ingest.variants``: plain, meta, llmctx) decides the indexed text of each
 chunk; it is applied between chunking and embedding. LLM contexts (llmctx) are persisted as they
 are written, so a killed llmctx build resumes without writing them again.
 """
@@ -19,18 +19,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from retrieval.chunking import chunk_pages
-from retrieval.companies import CompanyTable
+from retrieval.ingest.chunking import chunk_pages
+from retrieval.routing.companies import CompanyTable
 from retrieval.documents import DocumentError, DocumentMeta, ParsedDocument
 from retrieval.facts.companyfacts import is_companyfacts_file
 from retrieval.facts.load import load_companyfacts, load_inline
 from retrieval.facts.model import FactsError
 from retrieval.facts.store import FactStore
-from retrieval.index import Index, IndexSettings
-from retrieval.metadata import load_sidecar, resolve_metadata
-from retrieval.pdf import parse_pdf
-from retrieval.sec_html import parse_sec_html
-from retrieval.variants import ContextStore, Contextualizer, check_variant, indexed_chunks
+from retrieval.store.index import Index, IndexSettings
+from retrieval.ingest.metadata import load_sidecar, resolve_metadata
+from retrieval.ingest.pdf import parse_pdf
+from retrieval.ingest.html import parse_sec_html
+from retrieval.ingest.variants import ContextStore, Contextualizer, check_variant, indexed_chunks
 
 SUFFIXES = {".pdf": "pdf", ".htm": "html", ".html": "html", ".json": "facts"}
 
@@ -136,7 +136,7 @@ class Ingestor:
     """Holds the embedder and index for a run; ``run(paths)`` does the work.
 
     ``variant`` fixes the index variant when the index is created (an existing index of another
-    variant is refused); ``llmctx`` needs a ``contextualizer`` (``retrieval.variants``)."""
+    variant is refused); ``llmctx`` needs a ``contextualizer`` (``retrieval.ingest.variants``)."""
 
     def __init__(
         self,
