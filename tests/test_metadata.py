@@ -334,6 +334,23 @@ def test_load_finrag_format_jsonl_and_json_list(tmp_path, table):
     assert (q1.company, q1.ticker, q1.fiscal_year) == ("Acme Widgets", "ACME", 2025)  # FY ends March 2025
     fb = first["old-fb-deck"]
     assert (fb.company, fb.ticker, fb.fiscal_quarter) == ("Meta Platforms", "FB", 4)
+
+
+def test_finrag_sidecar_quarter_takes_the_fiscal_year_it_falls_in(tmp_path, table):
+    """A 10-Q's period end lies inside a fiscal year still under way: Q2 ended 30 June 2023 is
+    FY2023 (not FY2022, the last year ended by then), and its quarter is read from the date."""
+    rows = [
+        {"doc_id": "pep-q2", "company": "PepsiCo", "doc_type": "10-Q", "period_end": "2023-06-17"},
+        {"doc_id": "jpm-q2", "company": "JPMorgan Chase", "doc_type": "10-Q", "period_end": "2023-06-30"},
+        {"doc_id": "wmt-q3", "company": "Walmart", "doc_type": "10-Q", "period_end": "2022-10-31"},
+        {"doc_id": "jpm-k", "company": "JPMorgan Chase", "doc_type": "10-K", "period_end": "2022-12-31"},
+    ]
+    path = tmp_path / "meta.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    meta = load_sidecar(path, table)
+    got = {k: (m.fiscal_year, m.fiscal_quarter) for k, m in meta.items()}
+    assert got == {"pep-q2": (2023, 2), "jpm-q2": (2023, 2), "wmt-q3": (2023, 3),
+                   "jpm-k": (2022, None)}
     assert table.by_ticker("META").ticker == "META"  # a former ticker does not replace the primary
 
 

@@ -24,6 +24,7 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
+from retrieval.routing.calendars import fiscal_period
 from retrieval.routing.companies import Company, CompanyTable, default_table
 from retrieval.documents import DOC_TYPES, DocumentMeta
 
@@ -257,7 +258,14 @@ def _from_finrag_record(record: dict[str, Any], table: CompanyTable) -> Document
         sector=record.get("sector"),
     )
     if meta.fiscal_year is None and meta.period_end:
-        meta.fiscal_year = fiscal_year_for(meta.period_end, company)
+        # The fiscal year holding the period end: a 10-Q's quarter end falls inside a year
+        # that has not ended yet (the last year *ended* by then is the one before).
+        fye = company.fiscal_year_end if company else None
+        year, quarter = fiscal_period(date.fromisoformat(meta.period_end), fye,
+                                      bool(company and company.week_based))
+        meta.fiscal_year = year
+        if meta.fiscal_quarter is None and doc_type in ("10-Q", "earnings"):
+            meta.fiscal_quarter = quarter
     elif meta.fiscal_year is None and meta.filing_date:
         in_progress = doc_type not in _ANNUAL
         meta.fiscal_year = fiscal_year_for(meta.filing_date, company, in_progress=in_progress)
