@@ -4,13 +4,15 @@ and the resolution of each role's model to local, verified weights."""
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
+from models.devices import DEVICE_PATTERN, memory_shares, resolve_device
 from models.weights import (PACKAGED, PackagedGGUF, PackagedModel, WeightsError, resolve_gguf,
                             resolve_packaged, transformers_dir)
 
@@ -23,6 +25,12 @@ class RoleSpec(BaseModel):
     kind: Literal["sentence-transformers", "flag-embedding", "maxsim", "cross-encoder",
                   "llm-scorer", "llm"]
     model: str
+    # auto: CUDA when torch sees a device, else the CPU (models.devices.resolve_device)
+    device: str = Field("auto", pattern=DEVICE_PATTERN)
+    # vLLM engines: the share of the device's memory the engine reserves; shares on one device
+    # add up to at most models.devices.MAX_DEVICE_SHARE. Also the role's Ray num_gpus when it
+    # is served in a deployment of its own and the deploy YAML does not say.
+    memory_share: float | None = Field(None, gt=0, le=1)
 
 
 class CascadeSettings(BaseModel):
@@ -54,6 +62,12 @@ class PipelineSettings(BaseModel):
     agentic_max_retries: int = 2  # entity-anchored retries after a failed verification
     verify_chunks: int = 3  # top chunks shown to the agentic verification call
     facts_routes: bool = True  # hdrr answers metric questions from XBRL facts when it holds them
+    # retrieval stages, each off or on (benchmarks/results/retrieval_stages_cpu measures them)
+    normalize_query: bool = False  # FY/YoY/EPS/capex/… written out (retrieval.store.query)
+    fts_weighted: bool = False  # stop-words out, financial phrases and numbers weighted
+    k_reciprocal: bool = False  # PRISM k-reciprocal refinement of the light stage's ranking
+    k_reciprocal_k1: int = 10  # neighbourhood size for the k-reciprocal sets
+    k_reciprocal_lambda: float = 0.5  # weight of the stage's own score against Jaccard
 
 
 class Profile(BaseModel):
@@ -167,24 +181,67 @@ def _converted(model: PackagedGGUF) -> bool:
     return (folder / "finrag-converted.json").is_file()
 
 
+_ENGINES: dict[tuple, object] = {}  # this process's LLM engines, one per distinct model
+_ENGINES_LOCK = threading.Lock()
+
+
 def load_llm(profile: Profile, role: str = "generator", **kwargs):
-    """The engine for an LLM role: vLLM where the profile says so, else transformers."""
+    """The engine for an LLM role: vLLM where the profile says so, else transformers.
+
+    A process builds one engine per distinct model (and engine settings): roles that name the
+    same model — the router and the generator, say — get the same object. A vLLM engine
+    reserves the role's ``memory_share`` of its device; engines that would not fit together
+    on one device are refused before any is built (``models.devices.memory_shares``)."""
     spec = profile.role(role)
     if spec.kind not in ("llm", "llm-scorer"):
         raise ValueError(f"role {role!r} is a {spec.kind}, not an LLM")
-    weights = resolve_role(profile, role)
+    device = resolve_device(spec.device, role=role)
     if profile.engine == "vllm":
-        from models.vllm_engine import VLLMEngine
-
+        p = profile.pipeline
         # room for the profile's longest prompt: an SFR part or the context, plus the
         # instructions and the answer
-        p = profile.pipeline
         kwargs.setdefault("max_model_len",
                           max(p.sfr_part_tokens, p.context_tokens) + p.answer_tokens + 1024)
-        return VLLMEngine(weights.path, **kwargs)
-    from models.transformers_engine import TransformersEngine
+    else:
+        kwargs.setdefault("device", device)
+    key = (profile.engine, spec.model, device, tuple(sorted((k, repr(v)) for k, v in kwargs.items())))
+    with _ENGINES_LOCK:
+        if key in _ENGINES:
+            return _ENGINES[key]
+        weights = resolve_role(profile, role)
+        if profile.engine == "vllm":
+            from models.vllm_engine import VLLMEngine
 
-    return TransformersEngine(weights.path, model_id=spec.model, **kwargs)
+            # this engine's share, checked with the engines already on its device
+            here = {m for (kind, m, d, _) in _ENGINES if kind == "vllm" and d == device}
+            roles = [r for r, s in profile.roles.items() if s.model in here or r == role]
+            share = memory_shares(profile, roles).get(device, {}).get(spec.model)
+            if share is not None:
+                kwargs.setdefault("gpu_memory_utilization", share)
+            engine = VLLMEngine(weights.path, model_id=spec.model, **kwargs)
+        else:
+            from models.transformers_engine import TransformersEngine
+
+            engine = TransformersEngine(weights.path, model_id=spec.model, **kwargs)
+        _ENGINES[key] = engine
+        return engine
+
+
+def load_profile_embedder(profile: Profile, role: str = "embedder", **kwargs):
+    """The embedder a role names, on the role's device; BGE-M3 in fp16 on CUDA."""
+    from models.embedders import load_embedder
+    from models.weights import MINILM_L6_V2
+
+    spec = profile.role(role)
+    device = resolve_device(spec.device, role=role)
+    kwargs.setdefault("device", device)
+    if spec.model in ("minilm", MINILM_L6_V2.model_id):
+        return load_embedder("minilm", **kwargs)
+    path = resolve_role(profile, role).path
+    if spec.kind == "flag-embedding":
+        kwargs.setdefault("use_fp16", device.startswith("cuda"))
+        return load_embedder(path, kind="flag-embedding", model_id=spec.model, **kwargs)
+    return load_embedder(path, model_id=spec.model, **kwargs)  # MaxSim reads its token vectors
 
 
 def load_reranker(profile: Profile, role: str, *, embedder=None, engine=None):
@@ -194,16 +251,13 @@ def load_reranker(profile: Profile, role: str, *, embedder=None, engine=None):
 
     spec = profile.role(role)
     if spec.kind == "maxsim":
-        from models.embedders import load_embedder
-
-        if embedder is None:
-            weights = resolve_role(profile, role)
-            embedder = load_embedder(weights.path)
-        return rerankers.MaxSimReranker(embedder)
+        return rerankers.MaxSimReranker(embedder or load_profile_embedder(profile, role))
     if spec.kind == "llm-scorer":
         return rerankers.LLMRelevanceScorer(engine or load_llm(profile, role), model_id=spec.model)
     if spec.kind == "cross-encoder":
-        return rerankers.CrossEncoderReranker(resolve_role(profile, role).path, model_id=spec.model)
+        device = resolve_device(spec.device, role=role)
+        return rerankers.CrossEncoderReranker(resolve_role(profile, role).path, model_id=spec.model,
+                                              device=device, use_fp16=device.startswith("cuda"))
     raise ValueError(f"role {role!r} is a {spec.kind}, not a reranker")
 
 

@@ -95,10 +95,10 @@ _YES = ("yes", "Yes", " yes", " Yes")
 _NO = ("no", "No", " no", " No")
 
 
-def _single_token_ids(tokenizer, forms: Sequence[str]) -> list[int]:
+def _single_token_ids(engine, forms: Sequence[str]) -> list[int]:
     ids = []
     for form in forms:
-        encoded = tokenizer.encode(form, add_special_tokens=False)
+        encoded = engine.token_ids(form)
         if len(encoded) == 1 and encoded[0] not in ids:
             ids.append(encoded[0])
     if not ids:
@@ -113,73 +113,71 @@ class LLMRelevanceScorer:
     with the assistant turn's opening; nothing is generated. The score is a softmax over two
     logits at the next position: "yes" against "no", each the log-sum-exp over the word's
     single-token forms (yes/Yes/ yes/ Yes), because small chat models often start with "Yes".
-    Batches are left-padded with explicit position ids, so a batch scores exactly what the
-    prompts score one by one. ``last_usage`` holds the token counts of the last ``score`` call.
+
+    It scores through the engine it is given — ``next_token_logprobs`` of the LLM engine
+    contract (``models.llm``) — so the same scorer runs on the transformers engine and on
+    vLLM, and shares the engine of another role that names the same model. ``last_usage``
+    holds the token counts of the last ``score`` call.
     """
 
     name = "llm-yesno"
 
-    def __init__(self, engine_or_model, tokenizer=None, *, batch_size: int = 4,
-                 max_passage_chars: int = 3000, instruction: str | None = None,
-                 model_id: str | None = None):
-        if tokenizer is None:  # a TransformersEngine (or anything with .model and .tokenizer)
-            self.model, self.tokenizer = engine_or_model.model, engine_or_model.tokenizer
-        else:
-            self.model, self.tokenizer = engine_or_model, tokenizer
-        self.model_id = model_id or getattr(engine_or_model, "model_id", None) or str(
-            getattr(self.model.config, "_name_or_path", "") or type(self.model).__name__)
+    def __init__(self, engine, *, batch_size: int = 4, max_passage_chars: int = 3000,
+                 instruction: str | None = None, model_id: str | None = None):
+        self.engine = engine
+        self.model_id = model_id or engine.model_id
         self.batch_size = batch_size
         self.max_passage_chars = max_passage_chars
         self.instruction = instruction
-        self.yes_ids = _single_token_ids(self.tokenizer, _YES)
-        self.no_ids = _single_token_ids(self.tokenizer, _NO)
+        self.yes_ids = _single_token_ids(engine, _YES)
+        self.no_ids = _single_token_ids(engine, _NO)
         self.last_usage: dict = {"prompt_tokens": 0, "calls": 0, "batches": 0,
                                  "prompt_tokens_each": []}
 
-    def build_prompt(self, query: str, passage: str) -> str:
-        """The rendered chat text scored for one (query, passage) pair."""
+    def build_messages(self, query: str, passage: str) -> list[dict]:
+        """The chat scored for one (query, passage) pair."""
         instruct = f" and the Instruct ({self.instruction})" if self.instruction else ""
-        messages = [
+        return [
             {"role": "system", "content": _SYSTEM.format(instruct=instruct)},
             {"role": "user",
              "content": f"<Query>: {query}\n<Document>: {passage[:self.max_passage_chars]}"},
         ]
-        return self.tokenizer.apply_chat_template(messages, tokenize=False,
-                                                  add_generation_prompt=True)
 
-    def _forward(self, prompts: list[list[int]]) -> list[float]:
-        import torch
-
-        width = max(len(p) for p in prompts)
-        pad = self.tokenizer.pad_token_id or 0  # masked out, so any id will do
-        ids = torch.tensor([[pad] * (width - len(p)) + p for p in prompts])
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
-        positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
-        device = next(self.model.parameters()).device
-        with torch.inference_mode():
-            logits = self.model(input_ids=ids.to(device), attention_mask=mask.to(device),
-                                position_ids=positions.to(device), logits_to_keep=1,
-                                use_cache=False).logits[:, -1, :].float()
-        yes = torch.logsumexp(logits[:, self.yes_ids], dim=1)
-        no = torch.logsumexp(logits[:, self.no_ids], dim=1)
-        return torch.sigmoid(yes - no).cpu().tolist()  # = softmax([yes, no])[0]
+    def build_prompt(self, query: str, passage: str) -> str:
+        """The rendered chat text scored for one (query, passage) pair."""
+        return self.engine.render(self.build_messages(query, passage))
 
     def score(self, query: str, passages: list[str]) -> list[float]:
-        encoded = [self.tokenizer(self.build_prompt(query, p), add_special_tokens=False)
-                   ["input_ids"] for p in passages]
-        # similar lengths share a batch: less padding, same results
-        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
-        scores = [0.0] * len(encoded)
-        batches = 0
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start:start + self.batch_size]
-            for i, s in zip(chunk, self._forward([encoded[i] for i in chunk])):
-                scores[i] = s
-            batches += 1
-        each = [len(e) for e in encoded]
-        self.last_usage = {"prompt_tokens": sum(each), "calls": len(each), "batches": batches,
+        import math
+
+        chats = [self.build_messages(query, p) for p in passages]
+        wanted = self.yes_ids + self.no_ids
+        rows = self.engine.next_token_logprobs(chats, wanted, batch_size=self.batch_size)
+        scores = []
+        for row in rows:
+            yes = _logsumexp(row[:len(self.yes_ids)])
+            no = _logsumexp(row[len(self.yes_ids):])
+            scores.append(_sigmoid(yes - no))  # = softmax([yes, no])[0]
+        each = [len(self.engine.prompt_token_ids(c)) for c in chats]
+        self.last_usage = {"prompt_tokens": sum(each), "calls": len(each),
+                           "batches": math.ceil(len(each) / self.batch_size),
                            "prompt_tokens_each": each}
         return scores
+
+
+def _sigmoid(x: float) -> float:
+    import math
+
+    return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
+
+
+def _logsumexp(values: list[float]) -> float:
+    import math
+
+    top = max(values)
+    if top == float("-inf"):
+        return top
+    return top + math.log(sum(math.exp(v - top) for v in values))
 
 
 # ------------------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ _TICKERS = ["AAPL", "MSFT", "AMZN", "NVDA", "JPM", "XOM", "KO", "PEP", "WMT", "B
 _WORDS = ("revenue net income operating margin cash flow guidance fiscal year quarter segment "
           "growth dividend share buyback debt filing annual report the company reported an "
           "increase decrease of in for and was to by from compared with percent million billion "
-          "what how much did question answer user assistant system").split()
+          "what how much did question answer user assistant system yes no Yes No").split()
 
 
 def _corpus(rng: random.Random, n: int = 400) -> list[str]:

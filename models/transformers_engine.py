@@ -22,7 +22,7 @@ _BATCH = 8  # prompts per forward batch: bounds padding waste and memory on CPU
 
 class TransformersEngine:
     def __init__(self, path: str | Path, *, model_id: str | None = None, threads: int | None = None,
-                 max_input_tokens: int = 8192):
+                 max_input_tokens: int = 8192, device: str = "cpu"):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -38,8 +38,13 @@ class TransformersEngine:
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token_id is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.device = device
+        # half precision on CUDA (bf16 where the GPU has it); float32 on the CPU
+        dtype = torch.float32
+        if device.startswith("cuda"):
+            dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
         self.model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True,
-                                                          dtype=torch.float32)
+                                                          dtype=dtype).to(device)
         self.model.eval()
         self._outlines = None
         self._json_processors: dict[str, object] = {}
@@ -53,7 +58,44 @@ class TransformersEngine:
                                                   add_generation_prompt=True)
 
     def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+        return len(self.token_ids(text))
+
+    def token_ids(self, text: str) -> list[int]:
+        """Tokens of ``text`` alone (no special tokens)."""
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def prompt_token_ids(self, prompt: str | list[dict]) -> list[int]:
+        """The token ids the model reads for ``prompt`` (chat lists via the chat template)."""
+        return self.token_ids(self.render(prompt))
+
+    # scoring ------------------------------------------------------------------------
+    def next_token_logprobs(self, prompts: list[str | list[dict]], token_ids: list[int], *,
+                            batch_size: int = 4) -> list[list[float]]:
+        """Per prompt, the log-probability of each of ``token_ids`` as the next token; one
+        forward pass, nothing generated. Prompts of similar length share a batch, left-padded
+        with explicit position ids, so a batch gives what the prompts give one by one."""
+        import torch
+
+        encoded = [self.prompt_token_ids(p) for p in prompts]
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+        out: list[list[float]] = [[] for _ in encoded]
+        pad = self.tokenizer.pad_token_id or 0  # masked out, so any id will do
+        wanted = torch.tensor(token_ids)
+        for start in range(0, len(order), batch_size):
+            batch = [encoded[i] for i in order[start:start + batch_size]]
+            width = max(len(p) for p in batch)
+            ids = torch.tensor([[pad] * (width - len(p)) + p for p in batch])
+            mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in batch])
+            positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+            with torch.inference_mode():
+                logits = self.model(input_ids=ids.to(self.device),
+                                    attention_mask=mask.to(self.device),
+                                    position_ids=positions.to(self.device), logits_to_keep=1,
+                                    use_cache=False).logits[:, -1, :].float()
+            logprobs = torch.log_softmax(logits, dim=-1)[:, wanted.to(self.device)].cpu()
+            for i, row in zip(order[start:start + batch_size], logprobs.tolist()):
+                out[i] = row
+        return out
 
     # generation ---------------------------------------------------------------------
     def _streamer(self, on_text: Callable[[str], None] | None):
@@ -72,7 +114,8 @@ class TransformersEngine:
         import torch
         from transformers import LogitsProcessorList
 
-        enc = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=False)
+        enc = self.tokenizer(texts, return_tensors="pt", padding=True,
+                             add_special_tokens=False).to(self.device)
         n_prompt = enc["attention_mask"].sum(dim=1).tolist()
         if max(n_prompt) > self.max_input_tokens:
             raise ValueError(f"prompt of {max(n_prompt)} tokens exceeds the engine's limit of "

@@ -34,7 +34,8 @@ class VLLMEngine:
     """``LLMEngine`` over ``vllm.LLM``. ``engine_kwargs`` go to ``vllm.LLM`` unchanged."""
 
     def __init__(self, model_path: str, *, max_model_len: int = 2048, dtype: str = "auto",
-                 seed: int = 0, json_attempts: int = 3, **engine_kwargs):
+                 seed: int = 0, json_attempts: int = 3, model_id: str | None = None,
+                 **engine_kwargs):
         from vllm import LLM  # lazy: vllm is only installed in its own venv
         from vllm.platforms import current_platform
 
@@ -51,7 +52,7 @@ class VLLMEngine:
         # only with a named backend; xgrammar is what "auto" picks first.
         engine_kwargs.setdefault("structured_outputs_config",
                                  {"backend": "xgrammar", "disable_any_whitespace": True})
-        self.model_id = str(model_path)
+        self.model_id = model_id or str(model_path)
         self.seed = seed
         self.json_attempts = json_attempts
         self._llm = LLM(model=str(model_path), max_model_len=max_model_len, dtype=dtype,
@@ -112,7 +113,35 @@ class VLLMEngine:
 
     def count_tokens(self, text: str) -> int:
         """Tokens of ``text`` alone (no BOS/EOS), by the model's own tokenizer."""
-        return len(self._tokenizer.encode(text, add_special_tokens=False))
+        return len(self.token_ids(text))
+
+    def token_ids(self, text: str) -> list[int]:
+        return self._tokenizer.encode(text, add_special_tokens=False)
+
+    def render(self, prompt: str | list[dict]) -> str:
+        """Chat messages through the model's chat template; strings as they are."""
+        if isinstance(prompt, str):
+            return prompt
+        return self._tokenizer.apply_chat_template(prompt, tokenize=False,
+                                                   add_generation_prompt=True)
+
+    def next_token_logprobs(self, prompts: list[str | list[dict]], token_ids: list[int], *,
+                            batch_size: int | None = None) -> list[list[float]]:
+        """Per prompt, the log-probability of each of ``token_ids`` as the next token, from
+        one engine step (``logprob_token_ids``: the full-vocabulary log-softmax read at those
+        ids, as the transformers engine computes it). ``batch_size`` is the transformers
+        engine's knob; vLLM schedules the prompts itself."""
+        from vllm import SamplingParams as VLLMSamplingParams
+
+        params = VLLMSamplingParams(max_tokens=1, temperature=0.0,
+                                    logprob_token_ids=list(token_ids))
+        inputs = [{"prompt_token_ids": self.prompt_token_ids(p)} for p in prompts]
+        outputs = self._llm.generate(inputs, params, use_tqdm=False)
+        rows = []
+        for out in outputs:
+            step = out.outputs[0].logprobs[0]  # {token id: Logprob} at the first new position
+            rows.append([float(step[t].logprob) for t in token_ids])
+        return rows
 
     # --- helpers ------------------------------------------------------------------------------
 
@@ -120,9 +149,7 @@ class VLLMEngine:
         """The token ids the model is given for ``prompt`` (chat lists via the chat template)."""
         if isinstance(prompt, str):
             return self._tokenizer.encode(prompt)
-        text = self._tokenizer.apply_chat_template(prompt, tokenize=False,
-                                                   add_generation_prompt=True)
-        return self._tokenizer.encode(text, add_special_tokens=False)
+        return self._tokenizer.encode(self.render(prompt), add_special_tokens=False)
 
     def _vllm_params(self, params: SamplingParams, structured=None):
         from vllm import SamplingParams as VLLMSamplingParams

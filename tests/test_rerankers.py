@@ -72,9 +72,7 @@ def test_llm_scorer_probabilities_batch_and_usage(smollm_engine):
 
 
 def test_llm_scorer_prompt_and_tokens(smollm_engine):
-    # model + tokenizer passed separately work the same as the engine
-    scorer = LLMRelevanceScorer(smollm_engine.model, smollm_engine.tokenizer,
-                                max_passage_chars=10)
+    scorer = LLMRelevanceScorer(smollm_engine, max_passage_chars=10)
     prompt = scorer.build_prompt("q?", "0123456789TRUNCATED")
     assert "<Query>: q?\n<Document>: 0123456789<" in prompt  # passage cut at 10 chars
     assert '"yes" or "no"' in prompt
@@ -85,6 +83,34 @@ def test_llm_scorer_prompt_and_tokens(smollm_engine):
         assert ids and all(len(tok.decode([i]).strip()) > 0 for i in ids)
     assert tok.encode("yes", add_special_tokens=False)[0] in scorer.yes_ids
     assert scorer.score("q", []) == [] and scorer.last_usage["calls"] == 0
+
+
+def test_llm_scorer_uses_only_the_engine_contract(smollm_engine):
+    """The scorer reads no model or tokenizer of its engine: an engine offering only the
+    contract (token ids, chat rendering, next-token log-probabilities) scores the same."""
+
+    class ContractOnly:
+        model_id = "contract-only"
+
+        def __init__(self, inner):
+            self._inner = inner
+
+        def token_ids(self, text):
+            return self._inner.token_ids(text)
+
+        def render(self, prompt):
+            return self._inner.render(prompt)
+
+        def prompt_token_ids(self, prompt):
+            return self._inner.prompt_token_ids(prompt)
+
+        def next_token_logprobs(self, prompts, token_ids, **kw):
+            return self._inner.next_token_logprobs(prompts, token_ids, **kw)
+
+    direct = LLMRelevanceScorer(smollm_engine).score(QUERY, PASSAGES)
+    wrapped = LLMRelevanceScorer(ContractOnly(smollm_engine))
+    assert wrapped.score(QUERY, PASSAGES) == pytest.approx(direct, abs=1e-6)
+    assert wrapped.model_id == "contract-only"
 
 
 # --- cross-encoder -------------------------------------------------------------------------

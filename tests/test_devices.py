@@ -1,0 +1,72 @@
+"""Devices by role (auto / cpu / cuda[:N]) and the memory shares of vLLM engines in one process."""
+
+import pytest
+
+from models.devices import MAX_DEVICE_SHARE, DeviceError, memory_shares, resolve_device
+from models.profiles import load_config
+
+
+def test_resolve_device_by_what_torch_sees():
+    assert resolve_device("auto", cuda_devices=0) == "cpu"
+    assert resolve_device("auto", cuda_devices=2) == "cuda:0"
+    assert resolve_device("cuda", cuda_devices=1) == "cuda:0"
+    assert resolve_device("cuda:1", cuda_devices=2) == "cuda:1"
+    assert resolve_device("cpu", cuda_devices=4) == "cpu"
+    with pytest.raises(DeviceError, match="generator: device 'cuda:1'.*torch sees no CUDA"):
+        resolve_device("cuda:1", role="generator", cuda_devices=0)
+    with pytest.raises(DeviceError, match="not auto, cpu or cuda"):
+        resolve_device("gpu0", cuda_devices=0)
+
+
+def test_profile_rejects_a_bad_device_name():
+    from pydantic import ValidationError
+
+    from models.profiles import RoleSpec
+
+    assert RoleSpec(kind="llm", model="m").device == "auto"
+    with pytest.raises(ValidationError):
+        RoleSpec(kind="llm", model="m", device="tpu")
+
+
+def _gpu(**shares):
+    prof = load_config(env={}).active("gpu")
+    roles = {r: s.model_copy(update={"memory_share": shares.get(r, s.memory_share)})
+             for r, s in prof.roles.items()}
+    return prof.model_copy(update={"roles": roles})
+
+
+def test_gpu_profile_shares_fit_on_one_device():
+    shares = memory_shares(load_config(env={}).active("gpu"), cuda_devices=1)
+    assert list(shares) == ["cuda:0"]
+    engines = shares["cuda:0"]
+    assert len(engines) == 3  # router, generator and large reranker: three distinct models
+    assert sum(engines.values()) <= MAX_DEVICE_SHARE
+
+
+def test_shares_past_the_limit_are_refused_naming_them():
+    prof = _gpu(generator=0.6, router=0.3, large_reranker=0.1)
+    with pytest.raises(DeviceError) as err:
+        memory_shares(prof, cuda_devices=1)
+    message = str(err.value)
+    assert "cuda:0" in message and "= 1 of its memory" in message and "at most 0.9" in message
+    assert "Qwen/Qwen2.5-7B-Instruct (generator)" in message
+    # the same shares in separate processes (a deployment each) are fine
+    assert memory_shares(prof, ["generator"], cuda_devices=1) == {
+        "cuda:0": {"Qwen/Qwen2.5-7B-Instruct": 0.6}}
+
+
+def test_roles_naming_one_model_share_one_engine():
+    prof = _gpu(generator=0.5, router=0.3)
+    roles = {r: s for r, s in prof.roles.items()}
+    roles["router"] = roles["router"].model_copy(update={"model": roles["generator"].model})
+    prof = prof.model_copy(update={"roles": roles})
+    shares = memory_shares(prof, ["router", "generator"], cuda_devices=1)
+    assert shares == {"cuda:0": {"Qwen/Qwen2.5-7B-Instruct": 0.5}}
+
+
+def test_two_engines_without_shares_are_refused():
+    prof = _gpu(generator=None, router=None)
+    with pytest.raises(DeviceError, match="has no memory_share"):
+        memory_shares(prof, ["router", "generator"], cuda_devices=1)
+    # the transformers engine reserves nothing up front: no shares needed
+    assert memory_shares(load_config(env={}).active("cpu"), cuda_devices=1) == {}
