@@ -176,18 +176,27 @@ def cmd_demo(args) -> int:
 
 def _route_questions(router, args) -> int:
     """Routing accuracy on labelled questions (question, doc_name, pdf_present per line)."""
-    from retrieval.routing.router import evaluate_routing
+    from retrieval.ingest.metadata import parse_filename
+    from retrieval.routing.router import evaluate_routing, format_routing_report
+
+    def gold_company(doc_id: str) -> str | None:  # a gold filing that is not indexed
+        try:
+            meta = parse_filename(doc_id, router.resolver.dictionary.table)
+        except ValueError:
+            return None
+        company = router.resolver.dictionary.table.by_name(meta.company)
+        return company.key if company else None
 
     lines = args.questions.read_text(encoding="utf-8").splitlines()
-    report = evaluate_routing(router, [json.loads(line) for line in lines if line.strip()])
+    report = evaluate_routing(router, [json.loads(line) for line in lines if line.strip()],
+                              gold_company)
     if args.json:
         print(json.dumps({k: v for k, v in report.items() if k != "rows"}, indent=2))
         return 0
-    print(f"{report['exact']}/{report['present']} questions with their filing indexed routed to "
-          f"exactly it ({100 * (report['exact_rate'] or 0):.1f}%); statuses {report['statuses']}; "
-          f"router {report['router_stats']}")
+    print(format_routing_report(report))
     for r in report["misses"]:
-        print(f"- {r['doc_name']}: {r['status']} {r['doc_ids']}")
+        wrong = f" WRONG COMPANY {r['wrong_company']}" if r["wrong_company"] else ""
+        print(f"- {', '.join(r['gold']) or '(none)'}: {r['status']} {r['doc_ids']}{wrong}")
         print(f"    {_snippet(r['question'])}\n    {r['detail']}")
     return 0
 

@@ -256,3 +256,52 @@ def quarter_ending(day: date, fiscal_year: int, fye: str | None) -> int:
     the next month (Apple's Q1 ending 30 December) is not taken for the next quarter."""
     start = nominal_end(fiscal_year - 1, fye)
     return min(4, max(1, round((day - start).days / 91.31)))
+
+
+# --- SEC business days ----------------------------------------------------------------------------
+
+
+def _nth_weekday(year: int, month: int, weekday: int, n: int) -> date:
+    """The n-th given weekday of a month (n = -1: the last)."""
+    if n > 0:
+        first = date(year, month, 1)
+        return first + timedelta(days=(weekday - first.weekday()) % 7 + 7 * (n - 1))
+    last = date(year, month, calendar.monthrange(year, month)[1])
+    return last - timedelta(days=(last.weekday() - weekday) % 7)
+
+
+def _observed(day: date) -> date:
+    return day + timedelta(days=1) if day.weekday() == 6 else \
+        day - timedelta(days=1) if day.weekday() == 5 else day
+
+
+def federal_holidays(year: int) -> set[date]:
+    """US federal holidays (as observed), the days EDGAR does not accept filings besides weekends."""
+    mon, thu = 0, 3
+    days = {
+        _observed(date(year, 1, 1)), _nth_weekday(year, 1, mon, 3), _nth_weekday(year, 2, mon, 3),
+        _nth_weekday(year, 5, mon, -1), _observed(date(year, 7, 4)), _nth_weekday(year, 9, mon, 1),
+        _nth_weekday(year, 10, mon, 2), _observed(date(year, 11, 11)),
+        _nth_weekday(year, 11, thu, 4), _observed(date(year, 12, 25)),
+    }
+    if year >= 2021:
+        days.add(_observed(date(year, 6, 19)))  # Juneteenth, from 2021
+    return days
+
+
+def is_business_day(day: date) -> bool:
+    return day.weekday() < 5 and day not in federal_holidays(day.year) \
+        and day not in federal_holidays(day.year + 1)  # 1 January observed on 31 December
+
+
+def business_days_after(event: date, filed: date) -> int | None:
+    """How many business days after ``event`` a filing was made (0 on the day itself or on a
+    weekend or holiday right after it); None when it was filed before the event. An 8-K is due
+    within four business days of the event it reports."""
+    if filed < event:
+        return None
+    count, day = 0, event
+    while day < filed:
+        day += timedelta(days=1)
+        count += is_business_day(day)
+    return count

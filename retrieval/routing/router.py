@@ -12,6 +12,7 @@ no company or an ambiguous one (the fast path is counted in ``Router.stats``).
 
 from __future__ import annotations
 
+import calendar
 import re
 import time
 from collections import Counter
@@ -23,9 +24,11 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import DamerauLevenshtein
 
 from retrieval.answer import LLMCall, Routing
-from retrieval.routing.calendars import (DateMention, date_period, end_from_period, fiscal_period,
-                                 fiscal_year_of_calendar_year, is_quarter_end, read_periods)
+from retrieval.routing.calendars import (DateMention, business_days_after, date_period,
+                                         end_from_period, fiscal_period,
+                                         fiscal_year_of_calendar_year, is_quarter_end, read_periods)
 from retrieval.routing.companies import Company, CompanyTable, default_table, normalize_name
+from retrieval.routing.intent import CUES, Intent, read_intent, settle
 
 ContentScorer = Callable[[str, list[str]], "str | None"]
 
@@ -47,12 +50,6 @@ _DOC_TYPE_PATTERNS = (
     ("8-K", r"\b(?:form\s+)?8[\s-]?K\b|\bcurrent\s+report\b"),
     ("earnings", r"\b(?:earnings|press|results)\s+(?:release|report|announcement)s?\b"),
 )
-# What a year-end earnings release carries and a 10-K does not: adjusted (non-GAAP) measures,
-# constant-currency growth and guidance.
-_RELEASE_TERMS = re.compile(
-    r"\b(?:adjusted|non[\s-]?gaap|guidance|outlook|expect\w*|forecast\w*|constant[\s-]currency|"
-    r"organic\s+(?:growth|sales)|exclud\w*\s+(?:the\s+)?(?:impact|effect)s?\s+of\s+"
-    r"(?:fx|foreign\s+exchange|currency|currencies))\b", re.I)
 # Balance-sheet questions: a 10-K shows only the current and prior year-end.
 _BALANCE_SHEET = re.compile(
     r"balance\s+sheet|financial\s+position|year[\s-]end\b|end\s+of\s+(?:the\s+)?(?:fiscal\s+)?(?:year|FY|\d{4})|"
@@ -83,6 +80,16 @@ class Mentions:
     dates: list[DateMention] = field(default_factory=list)
     doc_types: list[str] = field(default_factory=list)
     outlook: bool = False
+    intent: Intent = field(default_factory=Intent)  # filing-type cues (retrieval.routing.intent)
+    settled: str | None = None  # the type the router LLM chose when the cues conflict
+
+    @property
+    def preferred(self) -> str | None:
+        """The filing type the question's words (or the LLM, on a conflict) point at, unless
+        the question names a form itself."""
+        if self.doc_types:
+            return None
+        return self.settled or (self.intent.types[0] if self.intent.kinds else None)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -96,6 +103,8 @@ class Mentions:
                       for d in self.dates],
             "doc_types": self.doc_types,
             "outlook": self.outlook,
+            "intent": {**self.intent.to_dict(), "settled_by_llm": self.settled,
+                       "preferred": self.preferred},
         }
 
 
@@ -319,7 +328,8 @@ def extract_periods(question: str) -> Mentions:
     found = read_periods(question)
     doc_types = [kind for kind, pattern in _DOC_TYPE_PATTERNS if re.search(pattern, question, re.I)]
     return Mentions(periods=found.periods, calendar_years=found.calendar_years, dates=found.dates,
-                    doc_types=doc_types, outlook=bool(_OUTLOOK.search(question)))
+                    doc_types=doc_types, outlook=bool(_OUTLOOK.search(question)),
+                    intent=read_intent(question))
 
 
 def extract_mentions(question: str, companies: CompanyTable | CompanyDictionary | None = None,
@@ -360,6 +370,7 @@ def _label(rec: Any) -> str:
 
 
 _TYPE_ORDER = ("10-K", "annual report", "earnings", "10-Q", "8-K")
+_TYPE_WORDS = {"10-K": "annual report", "earnings": "earnings release", "8-K": "8-K"}
 
 
 @dataclass
@@ -416,6 +427,8 @@ class Resolver:
             if all(m.key != key for m in mentions.companies):
                 company = self.dictionary.company(key).name
                 mentions.companies.append(CompanyMention(name[:60], company, key, how))
+        if mentions.intent.conflict:
+            mentions.settled = settle(mentions.intent, list(out.doc_types or []))
         for m in mentions.companies:
             if m.how == "regex" and m.key in confirmed:
                 m.how = "exact"  # the ticker the regex saw is one the model read as a company too
@@ -482,24 +495,37 @@ class Resolver:
         periods += [(fiscal_year_of_calendar_year(y, fye), None) for y in m.calendar_years]
         chosen: list[Any] = []
 
-        def choose(cands: list[Any], why: str) -> None:
-            rec, how = self._choose(question, cands, bool(types))
+        def choose(cands: list[Any], why: "str | Callable[[Any], str]") -> None:
+            rec, how = self._choose(question, cands, bool(types), m)
             chosen.append(rec)
+            why = why(rec) if callable(why) else why
             pick.notes.append(f"{_label(rec)}{' ' + why if why else ''}{how}")
 
         for d in m.dates:
-            if not types or "8-K" in types:
-                filings = self._eight_ks(docs, d, fye, week_based, "8-K" in types)
+            if not types or types & {"8-K", "earnings"}:
+                filings = self._dated_filings(docs, d, fye, week_based, types, m.preferred == "8-K")
                 if filings:
-                    choose(filings, f"(filed near {d.day.isoformat()})" if d.precision == "day"
-                           else f"(filed in {d.day:%B %Y})")
+                    choose([rec for rec, _ in filings.values()],
+                           lambda rec, d=d, filings=filings: _distance(d, filings[rec.doc_id][1]))
                     continue
-                if "8-K" in types:
-                    when = (f"near {d.day.isoformat()}" if d.precision == "day"
-                            else f"in {d.day:%B %Y}")
-                    pick.missing.append(f"no 8-K filed {when} is indexed")
+                if types and types <= {"8-K", "earnings"}:
+                    when = (f"on or up to 4 business days after {d.day.isoformat()}"
+                            if d.precision == "day" else f"in {d.day:%B %Y}")
+                    kinds = " or ".join("earnings release" if t == "earnings" else t
+                                        for t in sorted(types))
+                    pick.missing.append(f"no {kinds} filed {when} is indexed")
                     continue
             periods.append(date_period(d, fye, week_based))
+        if m.preferred == "8-K" and not chosen and not m.dates:
+            # an event without a date: the 8-Ks of the years asked (any year when none is)
+            years = [y for y, _ in periods if y is not None]
+            filings = [r for r in docs if r.doc_type == "8-K"
+                       and (not years or any(_eight_k_in_year(r, y) for y in years))]
+            if filings:
+                choose(filings, f"(an event ('{m.intent.words['event']}'): its 8-K"
+                                f"{'' if years else '; no year in the question'})")
+                pick.defaulted |= not years
+                periods = []
         if "8-K" in types and not m.dates:
             years = [y for y, _ in periods if y is not None] or [None]
             for year in years:
@@ -517,13 +543,13 @@ class Resolver:
             if any(_covers(rec, year, quarter, depth) for rec in chosen):
                 continue
             needed = [p for p in periods if p[0] is not None and p[0] <= year]
-            self._pick_period(docs, year, quarter, types, m.outlook, depth, needed, choose, pick)
+            self._pick_period(docs, year, quarter, types, m, depth, needed, choose, pick)
         if not chosen and not pick.missing and not (m.dates or periods or "8-K" in types):
-            self._pick_latest(docs, types, question, choose, pick)
+            self._pick_latest(docs, types, question, m, choose, pick)
         pick.doc_ids = list(dict.fromkeys(r.doc_id for r in chosen))
         return pick
 
-    def _pick_period(self, docs, year, quarter, types, outlook, depth, needed, choose, pick) -> None:
+    def _pick_period(self, docs, year, quarter, types, m, depth, needed, choose, pick) -> None:
         def named(recs):
             return [r for r in recs if not types or r.doc_type in types]
 
@@ -558,6 +584,10 @@ class Resolver:
             cands = named(r for r in docs if r.fiscal_year == year and _is_annual(r))
             if cands:
                 return choose(cands, "")
+            releases = [r for r in docs if r.doc_type == "earnings" and r.fiscal_year == year]
+            if m.preferred == "earnings" and releases and (m.intent.guidance_change or not m.outlook):
+                return choose(releases, f"(no annual report of FY{year}: the question asks for "
+                                        f"'{m.intent.words['release']}', which its releases carry)")
             later = named(r for r in docs if r.fiscal_year and r.fiscal_year > year
                           and _covers(r, year, None, depth))
             if later:  # the filing reporting most of the years asked; the latest (as restated) on a tie
@@ -565,27 +595,38 @@ class Resolver:
                 return choose([r for r in later if (sum(_covers(r, y, q, depth) for y, q in needed),
                                                     r.fiscal_year) == best],
                               f"(FY{year} not indexed: this later filing reports FY{year})")
-            if outlook:
+            if m.outlook:
                 prior = named(r for r in docs if r.fiscal_year == year - 1 and _is_annual(r))
                 if prior:
                     return choose(prior, f"(outlook for FY{year} is given in FY{year - 1}'s filings)")
         pick.missing.append(f"no filing for FY{year} is indexed")
 
-    def _pick_latest(self, docs, types, question, choose, pick) -> None:
+    def _pick_latest(self, docs, types, question, m, choose, pick) -> None:
         """No year, quarter or date: the latest filing of the wanted type. With no type named,
-        the latest periodic report (it supersedes older ones), unless an 8-K matches the
-        question's content better: an 8-K reports one event, which later reports only summarise."""
+        the latest annual report for a question over the years, the latest earnings release for
+        guidance or adjusted measures, else the latest periodic report (it supersedes older
+        ones), unless an 8-K matches the question's content better: an 8-K reports one event,
+        which later reports only summarise."""
         cands = [r for r in docs if not types or r.doc_type in types]
         if not cands:
             pick.missing.append(f"no {'/'.join(sorted(types))} filing is indexed")
             return
         pick.defaulted = True
+        prefer = m.preferred
+        wanted = [r for r in cands if prefer == "10-K" and r.doc_type in ANNUAL_TYPES
+                  or prefer == "earnings" and r.doc_type == "earnings"]
+        if wanted:
+            newest = max(self._recency(r)[:2] for r in wanted)
+            kind = {"10-K": "history", "earnings": "release"}[prefer]
+            return choose([r for r in wanted if self._recency(r)[:2] == newest],
+                          f"(latest {'annual report' if prefer == '10-K' else 'earnings release'}: "
+                          f"no year in the question, which asks for '{m.intent.words[kind]}')")
         periodic = [r for r in cands if r.doc_type != "8-K"] or cands
         newest = max(self._recency(r)[:2] for r in periodic)
         latest = [r for r in periodic if self._recency(r)[:2] == newest]
         events = [r for r in cands if r.doc_type == "8-K" and r not in latest]
-        if not types and events and self.content_scorer is not None:
-            rec, note = self._choose(question, latest, False)
+        if not types and not prefer and events and self.content_scorer is not None:
+            rec, note = self._choose(question, latest, False, m)
             return choose([rec, *events], f"(latest: no year in the question){note}")
         choose(latest, "(latest: no year in the question)")
 
@@ -599,25 +640,31 @@ class Resolver:
         rank = 4 if _is_annual(rec) else (rec.fiscal_quarter or 0)
         return (rec.fiscal_year or 0, rank, -_TYPE_ORDER.index(rec.doc_type))
 
-    def _choose(self, question: str, cands: list[Any], type_named: bool) -> tuple[Any, str]:
+    def _choose(self, question: str, cands: list[Any], type_named: bool,
+                m: Mentions | None = None) -> tuple[Any, str]:
         """One document of several for the same company and period."""
         cands = list({r.doc_id: r for r in cands}.values())
         if len(cands) == 1:
             return cands[0], ""
+        note = ""
+        prefer = m.preferred if m is not None and not type_named else None
+        wanted = [r for r in cands if r.doc_type == prefer
+                  or (prefer == "10-K" and r.doc_type in ANNUAL_TYPES)]
+        if wanted and len(wanted) < len(cands):
+            kind = next(k for k in m.intent.kinds if CUES[k][0] == prefer) if not m.settled else None
+            cands = wanted
+            note = (f" [{_TYPE_WORDS[prefer]}: the question asks for '{m.intent.words[kind]}']" if kind
+                    else f" [{_TYPE_WORDS[prefer]}: the router LLM's choice on conflicting cues "
+                         f"({', '.join(f'{k} {w!r}' for k, w in m.intent.words.items())})]")
         annual = [r for r in cands if r.doc_type in ANNUAL_TYPES]
         releases = [r for r in cands if r.doc_type == "earnings"]
-        note = ""
         if annual and releases and not type_named:
             # A 10-K holds everything a year-end release does except adjusted (non-GAAP)
-            # measures and guidance, so it wins unless the question asks for those.
-            if _RELEASE_TERMS.search(question):
-                cands = releases
-                note = " [earnings release: the question asks for adjusted figures or guidance]"
-            else:
-                cands = annual
-                note = " [the 10-K reports the full year; no adjusted figures or guidance asked for]"
-            if len(cands) == 1:
-                return cands[0], note
+            # measures and guidance, which the question would have asked for (above).
+            cands = annual
+            note = " [the 10-K reports the full year; no adjusted figures or guidance asked for]"
+        if len(cands) == 1:
+            return cands[0], note
         if self.content_scorer is not None:
             best = self.content_scorer(question, [r.doc_id for r in cands])
             for rec in cands:
@@ -627,23 +674,46 @@ class Resolver:
         rec = max(cands, key=lambda r: (self._recency(r)[:2], -_TYPE_ORDER.index(r.doc_type)))
         return rec, f"{note} [latest of {', '.join(r.doc_id for r in cands)}]"
 
-    def _eight_ks(self, docs, d: DateMention, fye, week_based, named: bool) -> list[Any]:
-        """8-Ks filed on/near a date (or in a month). A quarter-end date that no word ties to a
-        filing ("as of June 30, 2023") is read as a balance-sheet date, not an 8-K's."""
+    def _dated_filings(self, docs, d: DateMention, fye, week_based, types: set[str],
+                       event: bool) -> dict[str, tuple[Any, int | None]]:
+        """8-Ks (and earnings releases with a known date) filed for a date: on it or up to four
+        business days after it (an 8-K's deadline), or in a month named and up to four business
+        days after its end; each with its distance in business days (None for a month). A
+        quarter-end date that no word ties to a filing or an event ("as of June 30, 2023") is
+        read as a balance-sheet date instead."""
         if d.role != "date":
-            return []
-        if d.precision == "day" and not (named or d.dated) and is_quarter_end(d.day, fye, week_based):
-            return []
-        out = []
+            return {}
+        named = bool(types & {"8-K", "earnings"})
+        if d.precision == "day" and not (named or event or d.dated) \
+                and is_quarter_end(d.day, fye, week_based):
+            return {}
+        wanted = types & {"8-K", "earnings"} or {"8-K", "earnings"}
+        out: dict[str, tuple[Any, int | None]] = {}  # doc id -> (record, business days after)
         for rec in docs:
             filed = _filed(rec)
-            if rec.doc_type != "8-K" or filed is None:
+            if rec.doc_type not in wanted or filed is None:
                 continue
-            if d.precision == "day" and abs((filed - d.day).days) <= 3:
-                out.append(rec)
-            elif d.precision == "month" and (filed.year, filed.month) == (d.day.year, d.day.month):
-                out.append(rec)
+            if d.precision == "day":
+                after = business_days_after(d.day, filed)
+                if after is not None and after <= 4:
+                    out[rec.doc_id] = rec, after
+            elif (filed.year, filed.month) == (d.day.year, d.day.month):
+                out[rec.doc_id] = rec, None
+            else:
+                month_end = date(d.day.year, d.day.month, calendar.monthrange(*d.day.timetuple()[:2])[1])
+                after = business_days_after(month_end, filed)
+                if after is not None and 0 < after <= 4:
+                    out[rec.doc_id] = rec, None
         return out
+
+
+def _distance(d: DateMention, after: int | None) -> str:
+    """How far a filing's date is from the date the question gave, for the routing detail."""
+    if d.precision == "month":
+        return f"(filed for {d.day:%B %Y})"
+    if after == 0:
+        return f"(filed on {d.day.isoformat()}: 0 business days after)"
+    return f"({after} business day{'s' if after != 1 else ''} after {d.day.isoformat()})"
 
 
 def _eight_k_in_year(rec: Any, year: int) -> bool:
@@ -660,6 +730,8 @@ def _covers(rec: Any, year: int | None, quarter: int | None, depth: int = 2) -> 
     if quarter is None:
         if rec.doc_type in ANNUAL_TYPES:
             return rec.fiscal_year - depth <= year <= rec.fiscal_year
+        if depth == 1 and rec.doc_type == "10-Q" and year == rec.fiscal_year - 1:
+            return True  # a 10-Q's balance sheet is dated at the quarter and the last year-end
         return _is_annual(rec) and rec.fiscal_year - 1 <= year <= rec.fiscal_year
     if rec.doc_type in ("10-Q", "earnings") and rec.fiscal_quarter == quarter:
         return rec.fiscal_year - 1 <= year <= rec.fiscal_year
@@ -747,22 +819,129 @@ def make_content_scorer(index: Any, embedder: Any = None, k: int = 10) -> Conten
 # --- evaluation ----------------------------------------------------------------------------------
 
 
-def evaluate_routing(router: Router, questions: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """Route FinanceBench-style questions (``question``, ``doc_name``, ``pdf_present``) and count
-    how many with their filing indexed were routed to exactly that filing."""
+def names_company(question: str, company: Company) -> bool:
+    """Whether a question writes a company's name, an alias or a ticker (a misspelling within
+    one edit or so counts; a description such as "the Minnesota conglomerate" does not)."""
+    words = " " + " ".join(normalize_name(re.sub(r"['’]s?\b", "", question)).split()) + " "
+    for name in company.names:
+        normal = normalize_name(name)
+        if not normal:
+            continue
+        if f" {normal} " in words or (len(normal) >= 5 and normal.replace(" ", "") in words.replace(" ", "")):
+            return True
+        if len(normal) >= 6 and fuzz.partial_ratio(normal, words) >= 90:
+            return True
+    return any(re.search(rf"(?<![\w$]){re.escape(t)}(?!\w)", question) for t in company.tickers)
+
+
+def evaluate_routing(router: Router, questions: Iterable[dict[str, Any]],
+                     gold_company: Callable[[str], "str | None"] | None = None) -> dict[str, Any]:
+    """Route labelled questions and score the routed sets against the gold filings.
+
+    A question names its gold filing(s) as ``doc_name`` (FinanceBench), ``doc_id`` or
+    ``doc_names`` (several, or none where nothing should be routed); ``pdf_present`` says whether
+    they are indexed (default: whether the catalog has them) and ``names_company`` whether the
+    question names the company (default: whether its text writes a name, alias or ticker of the
+    gold company, ``names_company``). ``gold_company`` maps a doc id that is not indexed to its
+    company key (a file-name reader); without it only indexed filings are known.
+
+    Over the indexed questions that name a company: **exact** (the routed set is the gold set),
+    **covering** (every gold filing is routed) and **precision** (the share of routed filings
+    that are gold, over all filings routed). Questions that name no company and questions whose
+    filing is not indexed are counted apart; a routed filing of a company the question is not
+    about is a **wrong-company** route, counted over every question.
+    """
+    dictionary = router.resolver.dictionary
+    catalog = router.resolver.doc_ids
+
+    def company_of(doc_id: str) -> str | None:
+        if doc_id in dictionary.doc_company:
+            return dictionary.doc_company[doc_id]
+        return gold_company(doc_id) if gold_company else None
+
     rows, statuses = [], Counter()
     for q in questions:
-        gold = q.get("doc_name") or q.get("doc_id")  # FinanceBench's or finrag's own files
+        gold = q.get("doc_names")
+        gold = list(gold) if gold is not None else [q.get("doc_name") or q.get("doc_id")]
+        gold = [g for g in gold if g]
+        companies = {c for c in map(company_of, gold) if c}
+        present = bool(q.get("pdf_present", bool(gold) and set(gold) <= catalog)) and bool(gold)
+        named = q.get("names_company")
+        if named is None:
+            named = any(names_company(q["question"], dictionary.company(c)) for c in companies
+                        if dictionary.table.by_key(c))
         routing = router.route(q["question"])
         statuses[routing.status] += 1
-        rows.append({"question": q["question"], "doc_name": gold,
-                     "pdf_present": bool(q.get("pdf_present", True)),
-                     "status": routing.status, "doc_ids": routing.doc_ids, "detail": routing.detail,
-                     "exact": routing.routed and routing.doc_ids == [gold],
-                     "llm_called": routing.llm_called})
+        routed = routing.doc_ids if routing.routed else []
+        wrong = sorted(d for d in routed if companies and company_of(d) not in companies)
+        rows.append({
+            "id": q.get("financebench_id") or q.get("id"), "question": q["question"],
+            "doc_name": gold[0] if len(gold) == 1 else None, "gold": gold, "pdf_present": present,
+            "names_company": bool(named), "status": routing.status, "doc_ids": routed,
+            "detail": routing.detail, "llm_called": routing.llm_called,
+            "exact": bool(routed) and set(routed) == set(gold),
+            "covering": bool(routed) and bool(gold) and set(gold) <= set(routed),
+            "gold_routed": len(set(routed) & set(gold)), "wrong_company": wrong,
+        })
+    return {**routing_summary(rows), "router_stats": dict(router.stats), "rows": rows}
+
+
+def routing_summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The figures of ``evaluate_routing`` over its rows (or a subset of them: one split)."""
     present = [r for r in rows if r["pdf_present"]]
+    named = [r for r in present if r["names_company"]]
+    apart = [r for r in present if not r["names_company"]]
+    absent = [r for r in rows if not r["pdf_present"]]
+    routed = sum(len(r["doc_ids"]) for r in named)
     exact = sum(r["exact"] for r in present)
-    return {"questions": len(rows), "present": len(present), "exact": exact,
-            "exact_rate": exact / len(present) if present else None,
-            "statuses": dict(statuses), "router_stats": dict(router.stats),
-            "misses": [r for r in present if not r["exact"]], "rows": rows}
+
+    def share(a: int, b: int) -> float | None:
+        return a / b if b else None
+
+    return {
+        "questions": len(rows), "present": len(present), "exact": exact,
+        "exact_rate": share(exact, len(present)),
+        "named": {
+            "questions": len(named), "exact": sum(r["exact"] for r in named),
+            "covering": sum(r["covering"] for r in named), "routed_filings": routed,
+            "gold_routed": sum(r["gold_routed"] for r in named),
+            "exact_rate": share(sum(r["exact"] for r in named), len(named)),
+            "covering_rate": share(sum(r["covering"] for r in named), len(named)),
+            "precision": share(sum(r["gold_routed"] for r in named), routed),
+        },
+        "no_company": {"questions": len(apart), "routed": sum(bool(r["doc_ids"]) for r in apart),
+                       "exact": sum(r["exact"] for r in apart),
+                       "statuses": dict(Counter(r["status"] for r in apart))},
+        "not_indexed": {"questions": len(absent),
+                        "told_not_in_corpus": sum(r["status"] == "fallback_not_in_corpus" for r in absent),
+                        "routed": sum(bool(r["doc_ids"]) for r in absent),
+                        "statuses": dict(Counter(r["status"] for r in absent))},
+        "wrong_company": sum(bool(r["wrong_company"]) for r in rows),
+        "statuses": dict(Counter(r["status"] for r in rows)),
+        "misses": [r for r in rows if r["wrong_company"]
+                   or (r["pdf_present"] and r["names_company"] and not r["exact"])],
+    }
+
+
+def format_routing_report(report: dict[str, Any]) -> str:
+    """``evaluate_routing``'s figures as lines a person reads, with their denominators."""
+    def pct(a, b):
+        return f"{a}/{b} ({100 * a / b:.1f}%)" if b else f"{a}/0"
+
+    n, nc, ni = report["named"], report["no_company"], report["not_indexed"]
+    lines = [
+        f"{report['questions']} questions; {report['present']} with their filing(s) indexed, "
+        f"{n['questions']} of which name a company",
+        f"  exact     {pct(n['exact'], n['questions'])}  routed set = gold",
+        f"  covering  {pct(n['covering'], n['questions'])}  gold among the routed",
+        f"  precision {pct(n['gold_routed'], n['routed_filings'])}  routed filings that are gold",
+        f"  exact over every indexed question: {pct(report['exact'], report['present'])}; "
+        f"over all questions: {pct(report['exact'], report['questions'])}",
+        f"no company named (counted apart): {nc['questions']}, routed {nc['routed']}, "
+        f"statuses {nc['statuses']}",
+        f"filing not indexed: {ni['questions']}, told not in corpus {ni['told_not_in_corpus']}, "
+        f"routed to another filing {ni['routed']}",
+        f"wrong-company routes: {report['wrong_company']}",
+        f"statuses {report['statuses']}; router {report.get('router_stats', {})}",
+    ]
+    return "\n".join(lines)
