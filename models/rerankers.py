@@ -17,7 +17,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Hashable, Protocol, Sequence
+from typing import Callable, Hashable, Protocol, Sequence
 
 
 class Reranker(Protocol):
@@ -333,13 +333,25 @@ class Cascade:
                            [float(raw[i]) for i in order], len(items), min(n_out, len(items)),
                            seconds, cpu, dict(usage) if usage else None)
 
-    def rerank(self, query: str, candidates: list[tuple[Hashable, str]]) -> CascadeResult:
+    def rerank(self, query: str, candidates: list[tuple[Hashable, str]], *,
+               refine: Callable[[list, list[float]], list[float]] | None = None
+               ) -> CascadeResult:
+        """``refine(ids, scores) -> scores``: re-scores the light stage's whole ranking before
+        its top M are cut (k-reciprocal re-ranking), recorded as the stage ``refine``."""
         pool = list(candidates[:self.light_top_n])
         stages: list[StageRecord] = []
         text = dict(pool)
         if self.light is not None:
             rec = self._run("light", self.light, query, pool, self.large_top_m)
             stages.append(rec)
+            if refine is not None:
+                t0, c0 = time.perf_counter(), time.process_time()
+                new = refine(rec.ids, rec.scores)
+                order = sorted(range(len(new)), key=lambda i: -new[i])
+                rec = StageRecord("refine", None, [rec.ids[i] for i in order],
+                                  [float(new[i]) for i in order], rec.n_in, rec.n_out,
+                                  time.perf_counter() - t0, time.process_time() - c0)
+                stages.append(rec)
             ids, scores = rec.ids[:rec.n_out], rec.scores[:rec.n_out]
         else:
             ids, scores = [i for i, _ in pool[:self.large_top_m]], None

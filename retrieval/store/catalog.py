@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from retrieval.documents import Chunk, DocumentMeta, ParsedDocument
+from retrieval.store.query import weighted_fts_query
 
 SCHEMA_VERSION = 1
 
@@ -330,13 +331,16 @@ class Catalog:
                 runs.append([cid, cid])
         return [(lo, hi) for lo, hi in runs]
 
-    def fts_search(self, query: str, k: int, doc_pks: list[int] | None = None):
+    def fts_search(self, query: str, k: int, doc_pks: list[int] | None = None, *,
+                   weighted: bool = False):
         """BM25 top-k as (chunk id, score) with higher = better; optionally only in doc_pks.
+        ``weighted``: the ranking query of ``retrieval.store.query`` (stop-words out, financial
+        phrases and numbers weighted) instead of an OR of every word.
 
         A scope is searched as rowid ranges, which FTS5 applies inside its index scan (an
         `IN (subquery)` filter makes it run the full-text query once per candidate row).
         bm25 uses corpus-wide statistics, so scores from several ranges compare directly."""
-        match = fts_query(query)
+        match = weighted_fts_query(query) if weighted else fts_query(query)
         if match is None or k <= 0:
             return []
         sql = "SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?"

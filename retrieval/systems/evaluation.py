@@ -73,6 +73,37 @@ def evidence_hit(answer: Answer | dict, gold_doc: str, pages: list[int], k: int)
     return False
 
 
+def _relevant(row: dict, gold_doc: str, pages: list[int]) -> bool:
+    return row["doc_id"] == gold_doc and any(row["first_page"] <= p <= row["last_page"]
+                                             for p in pages)
+
+
+def first_hit_rank(answer: Answer | dict, gold_doc: str, pages: list[int]) -> int | None:
+    """The 1-based rank of the first evidence chunk in the final ranking (None: not there);
+    1 / rank is the question's reciprocal rank (MRR's term)."""
+    retrieved = answer["retrieved"] if isinstance(answer, dict) else answer.retrieved
+    for rank, row in enumerate(retrieved.get("ranked") or [], start=1):
+        if _relevant(row, gold_doc, pages):
+            return rank
+    return None
+
+
+def ndcg_at_k(answer: Answer | dict, gold_doc: str, pages: list[int], k: int = 10,
+              n_relevant: int | None = None) -> float:
+    """Binary-gain NDCG@k of the final ranking: a chunk of the gold filing covering an
+    evidence page has gain 1. The ideal ranking puts ``n_relevant`` such chunks first (all
+    the filing holds; default: as many as the ranking holds, which flatters a short list)."""
+    import math
+
+    retrieved = answer["retrieved"] if isinstance(answer, dict) else answer.retrieved
+    ranked = (retrieved.get("ranked") or [])[:k]
+    gains = [_relevant(r, gold_doc, pages) for r in ranked]
+    dcg = sum(1 / math.log2(i + 2) for i, g in enumerate(gains) if g)
+    ideal_n = min(k, n_relevant if n_relevant is not None else sum(gains))
+    idcg = sum(1 / math.log2(i + 2) for i in range(ideal_n))
+    return dcg / idcg if idcg else 0.0
+
+
 def wrong_document_share(answer: Answer | dict, gold_doc: str) -> float | None:
     """The share of the context's chunks that come from another filing than the gold one."""
     retrieved = answer["retrieved"] if isinstance(answer, dict) else answer.retrieved

@@ -107,6 +107,7 @@ class _Run:
         self.answer = Answer(query=question, system=system, answer="", profile=profile)
         self.done = False  # answered without the generator (the facts route)
         self.preface = ""  # said before the generated text (what the facts do not hold)
+        self.query_vector = None  # the last search's query embedding (k-reciprocal refinement)
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -280,18 +281,35 @@ class Pipeline:
         s = self.settings
         with run.stage("embed_query"):
             vector = self.embedder.encode([query])[0]
+        run.query_vector = vector
         with run.stage("search"):
             hits = index.search(f"{query} {fts_extra}".strip(), vector, k=s.fts_k + s.dense_k,
-                                doc_ids=doc_ids, fts_k=s.fts_k, dense_k=s.dense_k, rrf_k=s.rrf_k)
+                                doc_ids=doc_ids, fts_k=s.fts_k, dense_k=s.dense_k, rrf_k=s.rrf_k,
+                                fts_weighted=s.fts_weighted)
         run.record("fused", hits)
         return hits
 
-    def _rerank(self, run: _Run, query: str, hits: list[Hit]) -> tuple[list[Hit], list[Hit]]:
+    def _refiner(self, run: _Run, index: Index):
+        """The k-reciprocal refinement of the light stage (None when the profile has it off)."""
+        s = self.settings
+        if not s.k_reciprocal or getattr(run, "query_vector", None) is None:
+            return None
+        from retrieval.store.neighbours import k_reciprocal_scores
+
+        def refine(ids: list, scores: list[float]) -> list[float]:
+            got, vecs = index.catalog.vectors(ids, dim=index.settings.dim)
+            row = {int(i): n for n, i in enumerate(got)}
+            return k_reciprocal_scores(run.query_vector, vecs[[row[int(i)] for i in ids]],
+                                       scores, k1=s.k_reciprocal_k1, lam=s.k_reciprocal_lambda)
+        return refine
+
+    def _rerank(self, run: _Run, query: str, hits: list[Hit],
+                refine=None) -> tuple[list[Hit], list[Hit]]:
         """(all candidates in their final order, the kept ones)."""
         if not hits or self.cascade is None:
             return hits, hits[: self.profile.cascade.keep_k]
         by_id = {h.chunk_id: h for h in hits}
-        result = self.cascade.rerank(query, [(h.chunk_id, h.text) for h in hits])
+        result = self.cascade.rerank(query, [(h.chunk_id, h.text) for h in hits], refine=refine)
         order: list[int] = []
         for st in result.stages:
             run.add_time(f"rerank_{st.stage}", st.seconds * 1000)
@@ -311,8 +329,12 @@ class Pipeline:
 
     def _retrieve(self, run: _Run, index: Index, query: str, doc_ids: list[str] | None = None,
                   fts_extra: str = "") -> list[Hit]:
+        if self.settings.normalize_query:
+            from retrieval.store.query import normalize_query
+
+            query = normalize_query(query)
         hits = self._search(run, index, query, doc_ids, fts_extra)
-        ranked, kept = self._rerank(run, query, hits)
+        ranked, kept = self._rerank(run, query, hits, self._refiner(run, index))
         run.record("ranked", ranked, [None] * len(ranked))
         run.record("kept", kept, [None] * len(kept))
         return kept
