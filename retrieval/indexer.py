@@ -13,6 +13,7 @@ are written, so a killed llmctx build resumes without writing them again.
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterable
@@ -27,6 +28,7 @@ from retrieval.facts.load import load_companyfacts, load_inline
 from retrieval.facts.model import FactsError
 from retrieval.facts.store import FactStore
 from retrieval.store.index import Index, IndexSettings
+from retrieval.ingest.limits import DEFAULT_LIMITS, IngestLimits
 from retrieval.ingest.metadata import load_sidecar, resolve_metadata
 from retrieval.ingest.pdf import parse_pdf
 from retrieval.ingest.html import parse_sec_html
@@ -35,9 +37,39 @@ from retrieval.ingest.variants import ContextStore, Contextualizer, check_varian
 SUFFIXES = {".pdf": "pdf", ".htm": "html", ".html": "html", ".json": "facts"}
 
 
+def _one_line(path: Path, e: Exception) -> str:
+    """A file's failure in one line that starts with its path."""
+    if isinstance(e, (DocumentError, ValueError)):
+        message = str(e).splitlines()[0] if str(e).strip() else type(e).__name__
+    elif isinstance(e, OSError):
+        message = f"cannot read file ({e.strerror or type(e).__name__})"
+    elif isinstance(e, sqlite3.IntegrityError):
+        message = "indexed meanwhile by another writer (same id or content); run again"
+    else:
+        message = f"unexpected {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return message if message.startswith(str(path)) else f"{path}: {message}"
+
+
+def fact_sources(doc_id: str) -> list[str]:
+    """The facts sources a document's file fills: its inline XBRL, its statement tables."""
+    from retrieval.facts.statements import SOURCE_PREFIX
+
+    return [f"ixbrl:{doc_id}", f"{SOURCE_PREFIX}{doc_id}"]
+
+
+def remove_document(index: Index, doc_id: str) -> bool:
+    """Take a document out of an index opened for writing, with its pages, chunks, vectors
+    and the facts read from its file; False if it is not there."""
+    if not index.remove_document(doc_id):
+        return False
+    FactStore(index.catalog.db).remove_sources(fact_sources(doc_id))
+    return True
+
+
 @dataclass
 class IngestReport:
     added: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)  # doc ids also in added
     skipped: list[str] = field(default_factory=list)
     failed: list[tuple[str, str]] = field(default_factory=list)  # (path, one-line reason)
     pages: int = 0
@@ -59,6 +91,7 @@ class IngestReport:
     def summary(self) -> dict:
         return {
             "added": len(self.added),
+            "replaced": len(self.replaced),
             "skipped": len(self.skipped),
             "failed": len(self.failed),
             "pages": self.pages,
@@ -112,13 +145,42 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
-def parse_file(path: Path, *, tables: bool = True) -> ParsedDocument:
+def parse_file(path: Path, *, tables: bool = True, accept_repaired: bool = False,
+               limits: IngestLimits = DEFAULT_LIMITS) -> ParsedDocument:
     kind = SUFFIXES.get(path.suffix.lower())
+    if kind not in ("html", "pdf"):
+        raise DocumentError(f"{path}: unsupported file type {path.suffix or '(none)'} "
+                            f"(PDF or HTML)")
+    limits.check_file(path, path.stat().st_size)
     if kind == "html":
-        return parse_sec_html(path)
-    if kind == "pdf":
-        return parse_pdf(path, tables=tables)
-    raise DocumentError(f"{path}: unsupported file type {path.suffix or '(none)'} (PDF or HTML)")
+        parsed = parse_sec_html(path)
+    else:
+        parsed = parse_pdf(path, tables=tables, accept_repaired=accept_repaired, limits=limits)
+    limits.check_document(path, parsed)
+    return parsed
+
+
+def _check_identity(path: Path, meta: DocumentMeta, parsed: ParsedDocument,
+                    companies: CompanyTable) -> None:
+    """A filing's own dei: tags (CIK, ticker, registrant name) must not name another company
+    than its sidecar entry or file name: else a hostile filing could pose as another company's
+    10-K (and add facts under that company's CIK)."""
+    hints = parsed.hints
+    own = companies.by_name(meta.company) or (meta.ticker and companies.by_ticker(meta.ticker))
+    claims = []
+    if cik := str(hints.get("cik") or "").strip():
+        claims.append((next((c for c in companies.all() if cik.isdigit() and c.cik == cik.zfill(10)),
+                            None), f"dei:EntityCentralIndexKey {cik}"))
+    if ticker := hints.get("ticker"):
+        claims.append((companies.by_ticker(ticker), f"dei:TradingSymbol {ticker}"))
+    if name := hints.get("company"):
+        claims.append((companies.by_name(name), f"dei:EntityRegistrantName {name!r}"))
+    for claimed, tag in claims:
+        if claimed is not None and (not own or claimed.key != own.key):
+            raise DocumentError(
+                f"{path}: the filing names {claimed.name} ({tag}) but is filed as "
+                f"{meta.company} (its sidecar entry or file name); refused: a filing cannot "
+                f"stand for another company. Fix the sidecar entry or the file name")
 
 
 def _apply_hints(meta: DocumentMeta, parsed: ParsedDocument, *, override: bool) -> DocumentMeta:
@@ -127,7 +189,9 @@ def _apply_hints(meta: DocumentMeta, parsed: ParsedDocument, *, override: bool) 
     carry a filing date, the document carries its fiscal period."""
     for key in ("ticker", "doc_type", "fiscal_year", "fiscal_quarter", "period_end"):
         value = parsed.hints.get(key)
-        if value is not None and (override or getattr(meta, key) in (None, "")):
+        # who the filer is comes from the sidecar or the file name, never from the file
+        may_override = override and key != "ticker"
+        if value is not None and (may_override or getattr(meta, key) in (None, "")):
             setattr(meta, key, value)
     return meta
 
@@ -151,6 +215,9 @@ class Ingestor:
         save_every_s: float = 60.0,
         variant: str = "plain",
         contextualizer: Contextualizer | None = None,
+        replace: bool = False,
+        accept_repaired: bool = False,
+        limits: IngestLimits = DEFAULT_LIMITS,
     ):
         check_variant(variant)
         if variant == "llmctx" and contextualizer is None:
@@ -167,13 +234,17 @@ class Ingestor:
         self.sidecar = load_sidecar(metadata, self.companies) if metadata else {}
         self.tables = tables
         self.save_every_s = save_every_s
+        self.replace = replace  # a changed file of an indexed doc id replaces it
+        self.accept_repaired = accept_repaired
+        self.limits = limits
         self.index = Index.create_or_open(
             index_dir,
             IndexSettings(chunk_size=chunk_size, chunk_overlap=chunk_overlap,
                           embedder=embedder.name,
                           embedder_kind=getattr(embedder, "kind", "sentence-transformers"),
                           embedder_model_id=embedder.model_id,
-                          dim=embedder.dim, variant=variant,
+                          dim=embedder.dim, normalize=getattr(embedder, "normalize", True),
+                          variant=variant,
                           context_model=contextualizer.model_id if contextualizer else ""),
         )
         self.contexts = ContextStore(self.index.catalog.db) if contextualizer else None
@@ -199,13 +270,16 @@ class Ingestor:
             return
         meta = resolve_metadata(path, self.sidecar, self.companies)
         existing = self.index.catalog.document(meta.doc_id)
-        if existing:
+        if existing and not self.replace:
             raise DocumentError(
                 f"{path}: document id {meta.doc_id!r} is already indexed from "
-                f"{existing.source_path} with different content (sha256 differs)"
+                f"{existing.source_path} with different content (sha256 differs); pass "
+                f"--replace to index this file instead, or `finrag remove {meta.doc_id}`"
             )
         t0 = time.perf_counter()
-        parsed = parse_file(path, tables=self.tables)
+        parsed = parse_file(path, tables=self.tables, accept_repaired=self.accept_repaired,
+                            limits=self.limits)
+        _check_identity(path, meta, parsed, self.companies)
         meta = _apply_hints(meta, parsed, override=meta.doc_id not in self.sidecar)
         settings = self.index.settings
         chunks = chunk_pages(parsed.pages, size=settings.chunk_size, overlap=settings.chunk_overlap)
@@ -223,10 +297,15 @@ class Ingestor:
         t1 = time.perf_counter()
         vectors = self.embedder.encode([c.text for c in chunks])
         t2 = time.perf_counter()
+        if existing:  # the old file's facts go with it (the new file's are stored below)
+            self.facts.remove_sources(fact_sources(meta.doc_id))
         self.index.add_document(meta, parsed, chunks, vectors,
-                                source_path=str(path.resolve()), sha256=sha)
+                                source_path=str(path.resolve()), sha256=sha,
+                                replace=existing is not None)
         t3 = time.perf_counter()
         report.added.append(meta.doc_id)
+        if existing:
+            report.replaced.append(meta.doc_id)
         if SUFFIXES.get(path.suffix.lower()) == "html":
             self._facts(path, report, lambda: load_inline(self.facts, path, meta.doc_id, sha,
                                                           self.companies))
@@ -282,10 +361,8 @@ class Ingestor:
                 bar.set_postfix_str(path.name[:40])
                 try:
                     self.ingest_one(path, report)
-                except (DocumentError, ValueError) as e:
-                    message = str(e).splitlines()[0] if str(e) else type(e).__name__
-                    if not message.startswith(str(path)):
-                        message = f"{path}: {message}"
+                except Exception as e:  # one file's problem never ends the run
+                    message = _one_line(path, e)
                     report.failed.append((str(path), message))
                     if on_error:
                         on_error(message)

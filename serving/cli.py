@@ -45,7 +45,8 @@ def cmd_ingest(args) -> int:
     ingestor = Ingestor(index_dir(args), embedder, chunk_size=args.chunk_size,
                         chunk_overlap=args.chunk_overlap, metadata=args.metadata,
                         companies=companies, tables=not args.no_tables,
-                        variant=args.variant, contextualizer=contextualizer)
+                        variant=args.variant, contextualizer=contextualizer,
+                        replace=args.replace, accept_repaired=args.accept_repaired)
     try:
         report = ingestor.run(args.paths, progress=not args.quiet,
                               on_error=lambda m: print(f"error: {m}", file=sys.stderr))
@@ -62,7 +63,8 @@ def cmd_ingest(args) -> int:
         print(json.dumps(summary, indent=2))
     else:
         s = summary
-        print(f"ingested {s['added']} document(s), skipped {s['skipped']} already indexed, "
+        print(f"ingested {s['added']} document(s) ({s['replaced']} replacing an older "
+              f"file), skipped {s['skipped']} already indexed, "
               f"{s['failed']} failed — {s['pages']} pages, {s['chunks']} chunks in "
               f"{s['seconds']:.1f}s ({s['pages_per_s'] or 0:.1f} pages/s)")
         if variant == "llmctx":
@@ -131,6 +133,23 @@ def cmd_documents(args) -> int:
               f"{d['fiscal_year'] or '':>4} {d['fiscal_quarter'] or '':>2} "
               f"{d['page_count']:>5} {d['chunk_count']:>6}")
     return 0
+
+
+def cmd_remove(args) -> int:
+    from retrieval.indexer import remove_document
+    from retrieval.store.index import Index
+
+    missing = []
+    with Index.open(index_dir(args), readonly=False) as index:  # the writer's lock
+        for doc_id in args.doc_ids:
+            if remove_document(index, doc_id):
+                print(f"removed {doc_id}")
+            else:
+                missing.append(doc_id)
+    for doc_id in missing:
+        print(f"error: no document {doc_id!r} in the index (see `finrag documents`)",
+              file=sys.stderr)
+    return 1 if missing else 0
 
 
 def cmd_models(args) -> int:
@@ -433,10 +452,26 @@ def build_parser() -> argparse.ArgumentParser:
                    help="model profile whose generator writes llmctx contexts (default: config)")
     p.add_argument("--context-batch-size", type=int, default=8,
                    help="llmctx: chunks per LLM batch; each batch is persisted (8)")
+    p.add_argument("--replace", action="store_true",
+                   help="a file whose document id is indexed with other content replaces that "
+                        "document (in one transaction); without it such a file is refused")
+    p.add_argument("--accept-repaired", action="store_true",
+                   help="index damaged PDFs that only open repaired (truncated, broken "
+                        "cross-references; part of their text may be missing); refused "
+                        "without it")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     add_index_option(p)
     p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("remove", help="take documents out of an index",
+                       description="Delete documents with their pages, tables, chunks, vectors "
+                                   "and the facts read from their files, each in one "
+                                   "transaction. Exit status 1 if an id is not in the index.")
+    p.add_argument("doc_ids", nargs="+", metavar="DOC_ID", help="document id (`finrag "
+                                                                 "documents`)")
+    add_index_option(p)
+    p.set_defaults(func=cmd_remove)
 
     p = sub.add_parser("search", help="hybrid search, optionally inside chosen documents",
                        description="FTS5 BM25 and dense search fused by reciprocal rank fusion. "

@@ -184,6 +184,20 @@ class FactStore:
                             "VALUES (?, ?, ?, ?)", (source, sha256, company.cik, added))
         return added
 
+    def remove_sources(self, sources: list[str]) -> int:
+        """Delete the facts stored from these sources (and their parts, ``source#…``);
+        returns how many went."""
+        if not self._has_table():
+            return 0
+        removed = 0
+        with self.db:
+            for source in sources:
+                removed += self.db.execute(
+                    "DELETE FROM facts WHERE source=? OR substr(source, 1, ?)=?",
+                    (source, len(source) + 1, source + "#")).rowcount
+                self.db.execute("DELETE FROM fact_files WHERE source=?", (source,))
+        return removed
+
     # reading -------------------------------------------------------------------------
     def companies(self) -> list[FactCompany]:
         if not self.available:

@@ -137,10 +137,21 @@ class ChunkRecord:
 class Catalog:
     def __init__(self, path: Path, *, readonly: bool = False):
         self.path = Path(path)
+        self.readonly = readonly
         if readonly:
             # on a read-only mount a WAL database cannot even be read (no -shm file can be
-            # made); there nothing can change it either, so it is opened as immutable
-            flags = "mode=ro" if os.access(self.path.parent, os.W_OK) else "immutable=1"
+            # made); there nothing can change it either, so it is opened as immutable. An
+            # immutable open ignores the -wal file, so commits still in one would be silently
+            # missing: refused instead (a writer that closes cleanly leaves the -wal empty)
+            writable = os.access(self.path.parent, os.W_OK)
+            wal = self.path.with_name(self.path.name + "-wal")
+            if not writable and wal.is_file() and wal.stat().st_size > 0:
+                raise RuntimeError(
+                    f"the index at {self.path.parent} is on a read-only file system and its "
+                    f"{wal.name} still holds commits (a writer did not close cleanly); open it "
+                    f"once where it is writable (e.g. `finrag documents --index DIR`) and "
+                    f"mount it again")
+            flags = "mode=ro" if writable else "immutable=1"
             self.db = sqlite3.connect(f"file:{self.path}?{flags}", uri=True,
                                       check_same_thread=False)
         else:
@@ -151,6 +162,11 @@ class Catalog:
         self.db.execute("PRAGMA busy_timeout=10000")
 
     def close(self) -> None:
+        if not self.readonly:
+            try:  # fold the -wal into the database file, so a read-only copy sees everything
+                self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            except sqlite3.Error:
+                pass  # readers still open: the next writer's close folds it
         self.db.close()
 
     # settings ---------------------------------------------------------------
@@ -174,12 +190,16 @@ class Catalog:
         *,
         source_path: str,
         sha256: str,
+        replace: bool = False,
     ) -> tuple[int, list[int]]:
-        """Insert a document with everything that belongs to it, all or nothing.
+        """Insert a document with everything that belongs to it, all or nothing; ``replace``:
+        the document of the same id, if any, goes in the same transaction.
         Returns the document's key and its chunk ids."""
         if len(chunks) != len(vectors):
             raise ValueError("one vector per chunk is required")
         with self.db:  # one transaction: a crash leaves no part of the document behind
+            if replace:
+                self._delete(meta.doc_id)
             cur = self.db.execute(
                 """INSERT INTO documents(doc_id, company, ticker, aliases, doc_type, fiscal_year,
                    fiscal_quarter, period_end, filing_date, sector, source_path, sha256,
@@ -223,14 +243,17 @@ class Catalog:
     def remove_document(self, doc_id: str) -> list[int]:
         """Delete a document and everything it owns; returns the removed chunk ids."""
         with self.db:
-            rows = self.db.execute(
-                "SELECT c.id, c.text FROM chunks c JOIN documents d ON c.doc = d.id "
-                "WHERE d.doc_id = ?", (doc_id,)
-            ).fetchall()
-            self.db.executemany(
-                "INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', ?, ?)", rows
-            )
-            self.db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+            return self._delete(doc_id)
+
+    def _delete(self, doc_id: str) -> list[int]:  # inside the caller's transaction
+        rows = self.db.execute(
+            "SELECT c.id, c.text FROM chunks c JOIN documents d ON c.doc = d.id "
+            "WHERE d.doc_id = ?", (doc_id,)
+        ).fetchall()
+        self.db.executemany(
+            "INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', ?, ?)", rows
+        )
+        self.db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
         return [r[0] for r in rows]
 
     def _record(self, row) -> DocumentRecord:

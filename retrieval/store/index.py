@@ -14,6 +14,7 @@ import numpy as np
 
 from retrieval.store.catalog import Catalog, DocumentRecord
 from retrieval.store.fusion import rrf
+from retrieval.store.lock import WriterLock
 from retrieval.store.vectors import VectorIndex
 
 CATALOG_FILE = "catalog.sqlite"
@@ -76,6 +77,7 @@ class Index:
         self.vectors = vectors
         self.readonly = readonly
         self._dirty = False
+        self._lock: WriterLock | None = None
 
     # lifecycle --------------------------------------------------------------
     @classmethod
@@ -84,7 +86,12 @@ class Index:
         An existing index must have been built with the same chunking and embedder."""
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        catalog = Catalog(folder / CATALOG_FILE)
+        lock = WriterLock(folder).acquire()
+        try:
+            catalog = Catalog(folder / CATALOG_FILE)
+        except BaseException:
+            lock.release()
+            raise
         stored = catalog.get_settings()
         if not stored:
             catalog.put_settings(asdict(settings))
@@ -94,13 +101,14 @@ class Index:
                           "context_model"):
                 if getattr(settings, field) and getattr(settings, field) != getattr(have, field):
                     catalog.close()
+                    lock.release()
                     raise ValueError(
                         f"index {folder} was built with {field}={getattr(have, field)!r}; "
                         f"this run asks for {getattr(settings, field)!r}. Use another --index "
                         "folder or the index's own settings."
                     )
             settings = have
-        return cls._finish_open(folder, catalog, settings, readonly=False)
+        return cls._finish_open(folder, catalog, settings, readonly=False, lock=lock)
 
     @classmethod
     def open(cls, folder: str | Path, *, readonly: bool = True) -> "Index":
@@ -109,12 +117,21 @@ class Index:
             raise FileNotFoundError(
                 f"no index at {folder} (expected {CATALOG_FILE}); build one with `finrag ingest`"
             )
-        catalog = Catalog(folder / CATALOG_FILE, readonly=readonly)
+        lock = None if readonly else WriterLock(folder).acquire()
+        try:
+            catalog = Catalog(folder / CATALOG_FILE, readonly=readonly)
+        except BaseException:
+            if lock:
+                lock.release()
+            raise
         settings = IndexSettings(**catalog.get_settings())
-        return cls._finish_open(folder, catalog, settings, readonly=readonly)
+        return cls._finish_open(folder, catalog, settings, readonly=readonly, lock=lock)
 
     @classmethod
-    def _finish_open(cls, folder, catalog, settings, *, readonly) -> "Index":
+    def _finish_open(cls, folder, catalog, settings, *, readonly, lock=None) -> "Index":
+        if lock is not None:  # the only writer: what a killed one left half-written goes
+            for tmp in folder.glob(VECTORS_FILE + ".*.tmp"):
+                tmp.unlink(missing_ok=True)
         vectors = None
         path = folder / VECTORS_FILE
         if settings.dim and path.is_file():
@@ -123,7 +140,12 @@ class Index:
             except Exception:
                 vectors = None  # unreadable: rebuilt from the catalog below
         index = cls(folder, catalog, settings, vectors or VectorIndex(max(settings.dim, 1)), readonly)
-        index._sync_vectors(vectors is None)
+        index._lock = lock
+        try:
+            index._sync_vectors(vectors is None)
+        except BaseException:
+            index.close()
+            raise
         return index
 
     def _sync_vectors(self, force: bool) -> None:
@@ -147,8 +169,13 @@ class Index:
             self._dirty = False
 
     def close(self) -> None:
-        self.save()
-        self.catalog.close()
+        try:
+            self.save()
+            self.catalog.close()
+        finally:
+            if self._lock is not None:
+                self._lock.release()
+                self._lock = None
 
     def __enter__(self) -> "Index":
         return self
@@ -157,21 +184,34 @@ class Index:
         self.close()
 
     # writing ----------------------------------------------------------------
-    def add_document(self, meta, parsed, chunks, vectors, *, source_path: str, sha256: str) -> int:
+    def add_document(self, meta, parsed, chunks, vectors, *, source_path: str, sha256: str,
+                     replace: bool = False) -> int:
+        """Add a document; ``replace``: the one of the same id goes in the same transaction."""
         if self.readonly:
             raise PermissionError("index opened read-only")
         if vectors.ndim != 2 or vectors.shape[1] != self.settings.dim:
             raise ValueError(f"vectors must be (n, {self.settings.dim})")
+        old = self.catalog.document(meta.doc_id) if replace else None
+        old_ids = self.catalog.chunk_ids([old.pk]) if old is not None else []
         pk, ids = self.catalog.add_document(meta, parsed, chunks, vectors,
-                                            source_path=source_path, sha256=sha256)
+                                            source_path=source_path, sha256=sha256,
+                                            replace=replace)
+        self.vectors.remove(int(i) for i in old_ids)
         self.vectors.add(np.asarray(ids, dtype=np.int64), vectors)
         self._dirty = True
         return pk
 
-    def remove_document(self, doc_id: str) -> None:
+    def remove_document(self, doc_id: str) -> bool:
+        """Delete a document with its pages, tables, chunks and vectors; False if unknown."""
+        if self.readonly:
+            raise PermissionError("index opened read-only")
+        if self.catalog.document(doc_id) is None:
+            return False
         ids = self.catalog.remove_document(doc_id)
         self.vectors.remove(ids)
         self._dirty = True
+        self.save()
+        return True
 
     # reading ----------------------------------------------------------------
     def documents(self) -> list[DocumentRecord]:

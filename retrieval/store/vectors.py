@@ -52,9 +52,25 @@ class VectorIndex:
         return ids[0][keep], scores[0][keep]
 
     def save(self, path: Path) -> None:
+        """Write beside ``path``, flush to disk, then rename over it (and flush the rename):
+        after a crash the file is the old one or the new one, never a torn one."""
         tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
-        faiss.write_index(self.index, str(tmp))
-        os.replace(tmp, path)
+        try:
+            faiss.write_index(self.index, str(tmp))
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
 
     @classmethod
     def load(cls, path: Path, dim: int) -> "VectorIndex":
