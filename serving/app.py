@@ -3,6 +3,11 @@
     POST /v1/answer     {"question", "system", "generate", "stream"} → the Answer record
                         (``stream``: server-sent events ``text``… then ``answer``)
     GET  /v1/documents  the filings in the index
+    GET  /v1/documents/{doc_id}/pages/{page}?chunk=ID
+                        a page as PNG (base64) with the cited passage highlighted, and its text
+    POST /v1/chat/completions, GET /v1/models
+                        the OpenAI chat-completions surface (``serving.openai_api``)
+    GET  /              the web page: ask, read the answer, open the cited page
     GET  /healthz       ready when every deployment answers
     GET  /metrics       Prometheus text
     GET  /docs, /openapi.json
@@ -16,27 +21,38 @@ client never waits on a hidden queue. An admitted request always gets a reply: t
 
 
 import asyncio
+import base64
 import hmac
 import json
 import logging
 import math
+import re
 import statistics
 import threading
+import time
+import uuid
 from collections import deque
+from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response, StreamingResponse
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
+from ray.exceptions import RayActorError
+from ray.serve.exceptions import (BackPressureError, DeploymentUnavailableError,
+                                  ReplicaUnavailableError)
+from starlette.requests import ClientDisconnect
 
-from retrieval.systems.pipelines import SYSTEMS, QuestionError
-from serving.config import AppConfig
+from retrieval.systems.pipelines import SYSTEMS, QuestionError, check_question
+from serving.config import AppConfig, is_loopback
 from serving.deployments import Embedder, Generator, Reranker, Retriever, Router, _profile
+from serving import openai_api
 from serving.metrics import Metrics
+from serving.remote import Budget, CallCancelled, DeadlineExceeded, wait
 
 log = logging.getLogger("finrag.serve")
 
@@ -72,6 +88,11 @@ def _error(request: Request, status: int, kind: str, message: str,
     ingress = _ingress(request)
     if ingress is not None:
         ingress.metrics.errors.labels(kind).inc()
+    # a message may quote the request (a field name): short, and always encodable
+    message = message[:500].encode("utf-8", "backslashreplace").decode("utf-8")
+    if request.url.path in openai_api.PATHS:  # OpenAI's shape, and 400 where we say 422
+        return JSONResponse(openai_api.error_body(kind, message),
+                            status_code=400 if status == 422 else status, headers=headers)
     return JSONResponse({"error": message, "kind": kind}, status_code=status, headers=headers)
 
 
@@ -89,28 +110,114 @@ async def _invalid(request: Request, exc: RequestValidationError):
     return _error(request, 422, "bad_request", "; ".join(problems) or "invalid request")
 
 
-_ENDPOINTS = {"/v1/answer", "/v1/documents", "/healthz", "/metrics", "/docs", "/openapi.json"}
+_ENDPOINTS = {"/v1/answer", "/v1/documents", "/healthz", "/metrics", "/docs", "/openapi.json",
+              "/", *openai_api.PATHS}
+_PAGE = "/v1/documents/{doc_id}/pages/{page}"
+WEB_PAGE = Path(__file__).with_name("web") / "index.html"
+
+
+def _endpoint(path: str) -> str:
+    """The metrics label of a path: its route, never the ids in it."""
+    if path in _ENDPOINTS:
+        return path
+    return _PAGE if path.startswith("/v1/documents/") else "other"
 
 
 @api.middleware("http")
 async def _limits_and_counts(request: Request, call_next):
     ingress = _ingress(request)
-    endpoint = request.url.path if request.url.path in _ENDPOINTS else "other"
-    if ingress is not None and request.method == "POST":
-        limit = ingress.cfg.limits.max_body_bytes
-        length = request.headers.get("content-length")
-        if length is None:
-            response = _error(request, 411, "bad_request", "a Content-Length header is required")
-        elif not length.isdigit() or int(length) > limit:
-            response = _error(request, 413, "too_large",
-                              f"request body of {length} bytes is over the limit of {limit} bytes")
-        else:
-            response = await call_next(request)
-    else:
-        response = await call_next(request)
+    endpoint = _endpoint(request.url.path)
+    try:
+        refused = await _admit_request(ingress, request)
+        response = refused or await call_next(request)
+    except Exception as exc:  # a fault of ours: in the log with an id, never in the reply
+        response = _error(request, 500, "internal", _incident(exc))
     if ingress is not None:
         ingress.metrics.requests.labels(endpoint, str(response.status_code)).inc()
     return response
+
+
+async def _admit_request(ingress, request: Request) -> JSONResponse | None:
+    """The checks every request passes before a handler runs, cheapest first: the bearer token
+    of /v1/* (before the body, so a stranger cannot hold a slot with a slow body), then the
+    body's declared size, then the body itself within ``limits.body_timeout_s``. Returns the
+    refusal, or None to go on."""
+    if ingress is None:
+        return None
+    limits = ingress.cfg.limits
+    try:
+        if request.url.path.startswith("/v1/"):
+            ingress._authorize(request)
+        if request.method not in ("POST", "PUT", "PATCH"):
+            return None
+        length = request.headers.get("content-length")
+        if length is None:
+            raise ApiError(411, "bad_request", "a Content-Length header is required")
+        if not (length.isascii() and length.isdigit()):
+            raise ApiError(400, "bad_request", "Content-Length must be a number of bytes")
+        if int(length) > limits.max_body_bytes:
+            raise ApiError(413, "too_large", f"request body of {int(length)} bytes is over the "
+                                             f"limit of {limits.max_body_bytes} bytes")
+        try:  # read here and cached: the handler gets the same bytes
+            body = await asyncio.wait_for(request.body(), limits.body_timeout_s)
+        except asyncio.TimeoutError:
+            raise ApiError(408, "slow_body", f"the request body did not arrive within "
+                                             f"{limits.body_timeout_s:g} s") from None
+        except ClientDisconnect:
+            raise ApiError(400, "bad_request", "the client closed the request early") from None
+        if len(body) != int(length):
+            raise ApiError(400, "bad_request", "the body is not as long as its Content-Length")
+    except ApiError as e:
+        return _error(request, e.status, e.kind, e.message, e.headers)
+    return None
+
+
+def _incident(exc: BaseException) -> str:
+    """Log a failure of the service with a short id; the client gets only the id."""
+    incident = uuid.uuid4().hex[:12]
+    log.error("incident %s: %s", incident, type(exc).__name__, exc_info=exc)
+    return f"internal error (incident {incident}); the service log has the details"
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[-1] if text else ""
+
+
+_PATH = re.compile(r"(?<![\w.:])(?:~|\.{1,2})?/[^\s'\"`,;)]*")
+
+
+def _no_paths(text: str) -> str:
+    """A message without file-system paths (a client has no business knowing them)."""
+    return _PATH.sub("<path>", text)
+
+
+def _model_name(model: str) -> str:
+    """A model id as a client may see it: a hub id as is, a local folder by its name only."""
+    if model.startswith(("/", "~", "./", "../")) or "\\" in model:
+        return Path(model.rstrip("/\\")).name or "local-model"
+    return model
+
+
+def _public(answer):
+    """The Answer without local model folders (model ids of weights loaded from disk)."""
+    answer.model_ids = {role: _model_name(m) for role, m in answer.model_ids.items()}
+    for call in answer.calls:
+        call.model_id = _model_name(call.model_id)
+    return answer
+
+
+async def _awaited(response):
+    return await response
+
+
+# what /v1/documents shows of a document: never its path on disk or its hash
+_PUBLIC_DOCUMENT_FIELDS = ("doc_id", "company", "ticker", "aliases", "doc_type", "fiscal_year",
+                           "fiscal_quarter", "period_end", "filing_date", "sector",
+                           "page_count", "char_count", "chunk_count")
+# a replica died, is restarting, or is full: a fault of the service the client may retry
+_UNAVAILABLE = (RayActorError, BackPressureError, DeploymentUnavailableError,
+                ReplicaUnavailableError)
 
 
 @serve.deployment
@@ -125,8 +232,12 @@ class Ingress:
                                        thread_name_prefix="answer")
         self.in_flight = 0
         self.recent: deque[float] = deque(maxlen=32)  # seconds of recent answers
+        self._running: dict[asyncio.Future, tuple[float, Budget]] = {}  # start, budget
         self._pipeline = None
         self._build = threading.Lock()
+        self._builder: threading.Thread | None = None
+        self._build_problem: str | None = None
+        self._token, self._token_read = self.cfg.auth.token(), time.monotonic()
         api.state.ingress = self
 
     # the Pipeline over remote components, built on first use (handles block: not in __init__)
@@ -141,7 +252,7 @@ class Ingress:
                 h = self.handles
                 prof = _profile(self.cfg)
                 variants = {v: RemoteIndex(h["retriever"], v)
-                            for v in h["retriever"].variants.remote().result()}
+                            for v in wait(h["retriever"].variants.remote())}
                 self._pipeline = Pipeline(
                     RemoteIndex(h["retriever"]), RemoteEmbedder(h["embedder"]), prof,
                     variants=variants,
@@ -152,13 +263,43 @@ class Ingress:
                     facts=RemoteFacts(h["retriever"]))
             return self._pipeline
 
+    def _warm(self) -> bool:
+        """True once the pipeline is built; else its build is started (once, in a thread of
+        its own, so probes never queue behind it)."""
+        if self._pipeline is not None:
+            return True
+        with self._build:
+            if self._builder is None or not self._builder.is_alive():
+                self._builder = threading.Thread(target=self._try_build, daemon=True)
+                self._builder.start()
+        return False
+
+    def _try_build(self) -> None:
+        try:
+            self.pipeline()
+            self._build_problem = None
+        except Exception as exc:
+            self._build_problem = f"connecting to the deployments failed: {_incident(exc)}"
+
+    def _bearer(self) -> str | None:
+        # re-read now and then: a mounted secret is rotated in place
+        if time.monotonic() - self._token_read > 30:
+            try:
+                self._token = self.cfg.auth.token() or self._token
+            except ValueError:
+                pass  # a half-written secret: keep the last good token
+            self._token_read = time.monotonic()
+        return self._token
+
     def _authorize(self, request: Request) -> None:
-        token = self.cfg.auth.token()
+        token = self._bearer()
         if token is None:
             return
         given = request.headers.get("authorization", "")
         scheme, _, value = given.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip(), token):
+        # as bytes: compare_digest raises on a str with non-ASCII characters
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+                value.strip().encode("utf-8", "surrogateescape"), token.encode()):
             raise ApiError(401, "unauthorized", "a valid bearer token is required "
                                                 "(Authorization: Bearer <token>)",
                            {"WWW-Authenticate": "Bearer"})
@@ -178,16 +319,42 @@ class Ingress:
                            {"Retry-After": str(wait)})
         self.in_flight += 1  # the event loop is single-threaded: no race with the check
         self.metrics.in_flight.set(self.in_flight)
+        budget = Budget(self.cfg.limits.deadline_s)
 
         def work():
-            return self.pipeline().answer(req.question, req.system, generate=req.generate,
-                                          on_text=on_text)
+            with budget:  # every deployment call waits at most until the deadline
+                return _public(self.pipeline().answer(req.question, req.system,
+                                                      generate=req.generate, on_text=on_text))
 
-        future = asyncio.get_running_loop().run_in_executor(self.pool, work)
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self.pool, work)
+        self._running[future] = (time.monotonic(), budget)
+        loop.call_later(self.cfg.limits.deadline_s, budget.cancel)
         future.add_done_callback(self._finished)
         return future
 
+    def _give_up(self, future: asyncio.Future) -> None:
+        """The client left or the deadline passed: cancel the answer's calls in flight."""
+        running = self._running.get(future)
+        if running is not None and not future.done():
+            running[1].cancel()
+
+    async def _result(self, future: asyncio.Future):
+        """An admitted answer, or the ApiError that says why not (504 past the deadline)."""
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), self.cfg.limits.deadline_s)
+        except asyncio.TimeoutError:
+            self._give_up(future)
+            raise ApiError(504, "deadline", f"no answer within the deadline of "
+                                            f"{self.cfg.limits.deadline_s:g} s") from None
+        except asyncio.CancelledError:  # the client went away
+            self._give_up(future)
+            raise
+        except Exception as exc:
+            raise self._failure(exc) from None
+
     def _finished(self, future: asyncio.Future) -> None:
+        self._running.pop(future, None)
         self.in_flight -= 1
         self.metrics.in_flight.set(self.in_flight)
         if future.cancelled() or future.exception() is not None:
@@ -205,17 +372,28 @@ class Ingress:
         if len(req.question) > limit:
             raise ApiError(422, "bad_request", f"question: {len(req.question)} characters is "
                                                f"over the limit of {limit}")
+        try:
+            check_question(req.question)
+        except QuestionError as e:
+            raise ApiError(422, "bad_request", f"question: {e}") from None
 
-    @staticmethod
-    def _failure(exc: BaseException) -> ApiError:
+    def _failure(self, exc: BaseException) -> ApiError:
+        """The reply for an answer that failed: what the client can act on, never a trace,
+        a path or an exception's class."""
         if isinstance(exc, QuestionError):
-            return ApiError(422, "bad_request", f"question: {exc}")
-        if isinstance(exc, FileNotFoundError):
-            return ApiError(400, "bad_request", str(exc).splitlines()[-1] if str(exc) else
+            return ApiError(422, "bad_request", f"question: {_no_paths(_first_line(exc))}")
+        if isinstance(exc, FileNotFoundError):  # a system whose index variant is not served
+            return ApiError(400, "bad_request", _no_paths(_first_line(exc)) or
                             "a needed index is not served")
-        log.exception("answer failed", exc_info=exc)
-        return ApiError(500, "internal", f"internal error: {type(exc).__name__}: "
-                                         f"{str(exc).splitlines()[-1] if str(exc) else ''}")
+        if isinstance(exc, (DeadlineExceeded, CallCancelled)):
+            return ApiError(504, "deadline", "no answer within the deadline of "
+                                             f"{self.cfg.limits.deadline_s:g} s")
+        if isinstance(exc, _UNAVAILABLE):  # a replica died or is full: Serve brings it back
+            wait = self._retry_after()
+            return ApiError(503, "unavailable", f"a part of the service is restarting or "
+                                                f"busy; retry after {wait} s",
+                            {"Retry-After": str(wait)})
+        return ApiError(500, "internal", _incident(exc))
 
     @api.post("/v1/answer", summary="Answer a question",
               response_description="The Answer record (or an event stream when stream=true)")
@@ -224,69 +402,212 @@ class Ingress:
         self._check(req)
         if req.stream:
             return self._stream(req)
-        future = self._admit(req)
-        try:
-            answer = await asyncio.wait_for(asyncio.shield(future), self.cfg.limits.deadline_s)
-        except asyncio.TimeoutError:
-            raise ApiError(504, "deadline", f"no answer within the deadline of "
-                                            f"{self.cfg.limits.deadline_s:g} s") from None
-        except Exception as exc:
-            raise self._failure(exc) from None
+        answer = await self._result(self._admit(req))
         return JSONResponse(answer.to_dict())
 
-    def _stream(self, req: AnswerRequest) -> StreamingResponse:
+    async def _pieces(self, req: AnswerRequest):
+        """An admitted answer as it is written: ("text", piece)…, then ("answer", Answer) or
+        ("error", ApiError), the latter also when the deadline passes."""
         loop = asyncio.get_running_loop()
         pieces: asyncio.Queue = asyncio.Queue()
         future = self._admit(req, on_text=lambda t: loop.call_soon_threadsafe(
             pieces.put_nowait, t))
         future.add_done_callback(lambda _: pieces.put_nowait(None))
         deadline = loop.time() + self.cfg.limits.deadline_s
+        try:
+            while True:
+                try:
+                    piece = await asyncio.wait_for(pieces.get(),
+                                                   max(0.0, deadline - loop.time()))
+                except asyncio.TimeoutError:
+                    yield "error", ApiError(504, "deadline", "no answer within the deadline "
+                                                             f"of {self.cfg.limits.deadline_s:g} s")
+                    return
+                if piece is None:
+                    break
+                yield "text", piece
+            try:
+                yield "answer", future.result()
+            except Exception as exc:
+                yield "error", self._failure(exc)
+        finally:  # the deadline passed or the client closed the stream
+            self._give_up(future)
 
+    def _stream(self, req: AnswerRequest) -> StreamingResponse:
         def event(kind: str, data: Any) -> str:
             return f"event: {kind}\ndata: {json.dumps(data)}\n\n"
 
         async def events():
-            while True:
-                try:
-                    piece = await asyncio.wait_for(pieces.get(), max(0.0, deadline - loop.time()))
-                except asyncio.TimeoutError:
-                    yield event("error", {"error": "no answer within the deadline of "
-                                                   f"{self.cfg.limits.deadline_s:g} s",
-                                          "kind": "deadline"})
-                    return
-                if piece is None:
-                    break
-                yield event("text", {"text": piece})
-            try:
-                yield event("answer", future.result().to_dict())
-            except Exception as exc:
-                err = self._failure(exc)
-                yield event("error", {"error": err.message, "kind": err.kind})
+            async for kind, item in self._pieces(req):
+                if kind == "text":
+                    yield event("text", {"text": item})
+                elif kind == "answer":
+                    yield event("answer", item.to_dict())
+                else:
+                    yield event("error", {"error": item.message, "kind": item.kind})
 
         return StreamingResponse(events(), media_type="text/event-stream")
 
-    @api.get("/v1/documents", summary="The filings in the index")
-    async def documents(self, request: Request):
+    # -- the OpenAI surface: the same auth, checks, admission, deadline and metrics --------
+    @api.post("/v1/chat/completions", summary="OpenAI-compatible chat completion",
+              response_description="A chat.completion (or chunks when stream=true); the Answer "
+                                   "record is in the extension field `finrag`")
+    async def chat_completions(self, chat: openai_api.ChatRequest, request: Request):
         self._authorize(request)
-        docs = await self.handles["retriever"].documents.remote()
-        return {"count": len(docs), "documents": docs}
+        system = openai_api.system_of(chat.model)
+        if system is None:
+            raise ApiError(404, "not_found", f"model {chat.model!r} does not exist; choose from "
+                           + ", ".join(openai_api.model_id(s) for s in SYSTEMS))
+        req = AnswerRequest(question=chat.question(), system=system)
+        self._check(req)
+        completion = openai_api.Completion(chat.model)
+        if not chat.stream:
+            answer = await self._result(self._admit(req))
+            return JSONResponse(completion.whole(answer))
+        with_usage = bool(chat.stream_options and chat.stream_options.include_usage)
+        pieces = self._pieces(req)
 
-    @api.get("/healthz", summary="Ready when every deployment answers")
-    async def healthz(self, request: Request):
+        def data(body: dict) -> str:
+            return f"data: {json.dumps(body)}\n\n"
+
+        async def chunks():
+            yield data(completion.chunk({"role": "assistant", "content": ""}))
+            async for kind, item in pieces:
+                if kind == "text":
+                    yield data(completion.chunk({"content": item}))
+                elif kind == "answer":
+                    yield data(completion.chunk({}, "stop", finrag=item.to_dict()))
+                    if with_usage:
+                        yield data(completion.usage_chunk(item))
+                else:
+                    self.metrics.errors.labels(item.kind).inc()
+                    yield data(openai_api.error_body(item.kind, item.message))
+            yield "data: [DONE]\n\n"
+
+        return StreamingResponse(chunks(), media_type="text/event-stream")
+
+    @api.get("/v1/models", summary="The systems, as OpenAI models")
+    async def models(self, request: Request):
+        self._authorize(request)
+        pipe = await asyncio.get_running_loop().run_in_executor(self.pool, self.pipeline)
+        return openai_api.models(self._systems(pipe))
+
+    @staticmethod
+    def _systems(pipe) -> list[str]:
+        """The systems this deployment can answer with (index variants built or not)."""
+        return [s for s in SYSTEMS if s not in ("cbr_meta", "cbr_llmctx")
+                or {"cbr_meta": "meta", "cbr_llmctx": "llmctx"}[s] in pipe.variants]
+
+    # -- the web page and the cited pages it shows ------------------------------------------
+    @api.get("/", include_in_schema=False)
+    async def web_page(self):
+        # the page holds no data: every call it makes carries the bearer token the user gives
+        return FileResponse(WEB_PAGE, media_type="text/html; charset=utf-8")
+
+    @api.get(_PAGE, summary="A page of a filing with the cited passage highlighted")
+    async def page(self, doc_id: str, page: int, request: Request, chunk: int | None = None):
+        self._authorize(request)
+        view = await self.handles["retriever"].page_view.remote(doc_id, page, chunk)
+        if view["status"] != 200:
+            raise ApiError(view["status"], "not_found" if view["status"] == 404 else
+                           "bad_request", view["error"])
+        return {"doc_id": doc_id, "page": view["page"], "page_count": view["page_count"],
+                "highlighted": view["highlighted"],
+                "image": "data:image/png;base64," + base64.b64encode(view["png"]).decode()}
+
+    @api.get("/v1/documents", summary="The filings in the index, a page at a time")
+    async def documents(self, request: Request, offset: int = Query(0, ge=0, le=10**9),
+                        limit: int = Query(50, ge=1, le=10**9)):
+        self._authorize(request)
+        limit = min(limit, self.cfg.limits.max_page_size)
         try:
-            pipe = await asyncio.get_running_loop().run_in_executor(self.pool, self.pipeline)
-            docs = await self.handles["retriever"].documents.remote()
+            docs = await asyncio.wait_for(self.handles["retriever"].documents.remote(),
+                                          self.cfg.limits.health_timeout_s * 6)
         except Exception as exc:
-            return _error(request, 503, "unavailable", f"not ready: {type(exc).__name__}: {exc}")
-        return {"status": "ok", "profile": pipe.profile.name, "documents": len(docs),
+            raise self._failure(exc if not isinstance(exc, asyncio.TimeoutError)
+                                else DeadlineExceeded()) from None
+        page = [{k: v for k, v in d.items() if k in _PUBLIC_DOCUMENT_FIELDS}
+                for d in docs[offset:offset + limit]]
+        more = offset + limit < len(docs)
+        return {"count": len(docs), "offset": offset, "limit": limit,
+                "next_offset": offset + limit if more else None, "documents": page}
+
+    @api.get("/healthz", summary="Ready when every deployment answers in time")
+    async def healthz(self, request: Request):
+        problem, docs = await self._health()
+        if problem:
+            return _error(request, 503, "unavailable", f"not ready: {problem}",
+                          {"Retry-After": "5"})
+        return {"status": "ok", "profile": self._pipeline.profile.name, "documents": docs,
                 "answers_in_flight": self.in_flight,
                 "max_in_flight": self.cfg.limits.max_in_flight,
-                "systems": [s for s in SYSTEMS if s not in ("cbr_meta", "cbr_llmctx")
-                            or {"cbr_meta": "meta", "cbr_llmctx": "llmctx"}[s] in pipe.variants]}
+                "systems": self._systems(self._pipeline)}
+
+    async def _health(self) -> tuple[str | None, int]:
+        """(what is wrong or None, the documents served). Each deployment must answer a probe
+        within ``limits.health_timeout_s``; a generator on one call for longer than an
+        answer's deadline, or an answer still running past it, counts as hung."""
+        if not self._warm():
+            return self._build_problem or "starting (connecting to the deployments)", 0
+        h, timeout, deadline = self.handles, self.cfg.limits.health_timeout_s, \
+            self.cfg.limits.deadline_s
+        probes = {"Retriever": h["retriever"].documents.remote(),
+                  "Router": h["router"].stats.remote(),
+                  "Embedder": h["embedder"].encode.remote(["ok"]),
+                  "Generator": h["generator"].busy_s.remote()}
+        for name in ("light", "large"):
+            if h[name] is not None:
+                probes[f"{name.capitalize()}Reranker"] = h[name].describe.remote()
+        names = list(probes)
+        results = await asyncio.gather(*(asyncio.wait_for(_awaited(probes[n]), timeout)
+                                         for n in names), return_exceptions=True)
+        problems = []
+        for name, result in zip(names, results):
+            if isinstance(result, asyncio.TimeoutError):
+                problems.append(f"{name} did not answer within {timeout:g} s")
+            elif isinstance(result, BaseException):
+                problems.append(f"{name} failed ({_incident(result)})")
+        busy = results[names.index("Generator")]
+        if isinstance(busy, (int, float)) and busy > deadline:
+            problems.append(f"Generator has been on one call for {busy:.0f} s, past the "
+                            f"answer deadline of {deadline:g} s")
+        oldest = min((start for start, _ in self._running.values()), default=None)
+        if oldest is not None and time.monotonic() - oldest > deadline + timeout:
+            problems.append(f"an answer has run {time.monotonic() - oldest:.0f} s, past the "
+                            f"deadline of {deadline:g} s")
+        docs = results[0]
+        return "; ".join(problems) or None, len(docs) if isinstance(docs, list) else 0
 
     @api.get("/metrics", summary="Prometheus metrics")
     async def metrics_text(self):
         return Response(self.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+
+def check_auth(cfg: AppConfig, host: str | None) -> None:
+    """Refuse a service others can reach without a bearer token (``auth.required``; by
+    default whenever ``host`` is not loopback)."""
+    required = cfg.auth.required if cfg.auth.required is not None else not is_loopback(host)
+    if required and cfg.auth.token() is None:
+        where = (f"listening on {host}, " if host and not is_loopback(host) else "")
+        raise ValueError(
+            f"refusing to start: {where}the service needs a bearer token and none is set. "
+            f"Put one (12+ characters) in ${cfg.auth.bearer_token_env or 'FINRAG_API_TOKEN'}, "
+            f"or in a file named by $FINRAG_API_TOKEN_FILE (auth.bearer_token_file), or listen "
+            f"on 127.0.0.1 only")
+
+
+def _serve_host() -> str | None:
+    """The address Serve's proxies listen on, when Serve is running (None: unknown)."""
+    import ray
+
+    if not ray.is_initialized():
+        return None
+    try:
+        from ray.serve.context import _get_global_client
+
+        return _get_global_client().http_config.host
+    except Exception:
+        return None
 
 
 def build_app(args: dict | AppConfig | None = None):
@@ -294,9 +615,7 @@ def build_app(args: dict | AppConfig | None = None):
     ``deploy/*.yaml``). Placement, replicas and limits of each deployment come from
     ``deployments:``; deployments the profile does not use are left out."""
     cfg = args if isinstance(args, AppConfig) else AppConfig.model_validate(args or {})
-    if cfg.auth.required and cfg.auth.token() is None:
-        raise ValueError("auth.required is set but no bearer token is configured: set "
-                         f"${cfg.auth.bearer_token_env or 'FINRAG_API_TOKEN'} (auth.bearer_token_env)")
+    check_auth(cfg, _serve_host())
     conf = cfg.model_dump(mode="json")
     prof = _profile(cfg)
     embedder = Embedder.options(**cfg.options("Embedder")).bind(conf)

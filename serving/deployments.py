@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import queue
 import threading
+import time
 from typing import Any
 
 from ray import serve
@@ -43,15 +44,17 @@ def variant_dirs(cfg: AppConfig) -> dict[str, str]:
 
 @serve.deployment
 class Embedder:
-    """The index's query embedder (the one its chunks were embedded with)."""
+    """The profile's query embedder, which must be the one the index's chunks were embedded
+    with (else the deployment fails to start, naming both)."""
 
     def __init__(self, config: dict):
-        from models.embedders import load_embedder
+        from models.profiles import load_profile_embedder
         from retrieval.store.index import Index
 
-        with Index.open(AppConfig.model_validate(config).index_dir()) as index:
-            settings = index.settings
-        self.embedder = load_embedder(settings.embedder, kind=settings.embedder_kind)
+        cfg = AppConfig.model_validate(config)
+        self.embedder = load_profile_embedder(_profile(cfg))
+        with Index.open(cfg.index_dir()) as index:
+            index.check_embedder(self.embedder)
 
     def encode(self, texts: list[str]):
         return self.embedder.encode(texts)
@@ -92,6 +95,28 @@ class Retriever:
 
     def documents(self, variant: str | None = None) -> list[dict[str, Any]]:
         return [d.to_dict() for d in self._index(variant).documents()]
+
+    def page_view(self, doc_id: str, page: int, chunk_id: int | None = None) -> dict[str, Any]:
+        """A page of a filing as PNG with chunk ``chunk_id`` highlighted, or ``error`` and the
+        HTTP ``status`` to answer with (a plain dict: no exception types cross the handle)."""
+        from serving.pages import PageError, render_page
+
+        catalog = self.indexes[None].catalog
+        doc = catalog.document(doc_id)
+        if doc is None:
+            return {"status": 404, "error": f"no filing {doc_id!r} in the index"}
+        passage = ""
+        if chunk_id is not None:
+            chunk = catalog.chunks([chunk_id]).get(chunk_id)
+            if chunk is None or chunk.doc_id != doc_id:
+                return {"status": 404, "error": f"no passage {chunk_id} in {doc_id}"}
+            passage = chunk.text
+        try:
+            view = render_page(doc.source_path, page, passage)
+        except PageError as e:
+            return {"status": e.status, "error": str(e)}
+        return {"status": 200, "png": view.png, "page": view.page,
+                "page_count": view.page_count, "highlighted": view.highlighted}
 
     # the XBRL facts of the plain index (retrieval.facts), for the facts routes
     def _facts(self):
@@ -145,12 +170,23 @@ class Generator:
         cfg = AppConfig.model_validate(config)
         self.engine = load_llm(_profile(cfg), role)
         self._lock = threading.Lock()
+        self._since: float | None = None  # when the engine's current call began
         self._batched.set_max_batch_size(cfg.batching.max_batch_size)
         self._batched.set_batch_wait_timeout_s(cfg.batching.batch_wait_timeout_s)
 
     def _locked(self, fn, *args, **kwargs):
         with self._lock:
-            return fn(*args, **kwargs)
+            self._since = time.monotonic()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self._since = None
+
+    def busy_s(self) -> float:
+        """How long the engine has been on its current call (0 when idle); /healthz calls a
+        call longer than an answer's deadline hung."""
+        since = self._since
+        return time.monotonic() - since if since is not None else 0.0
 
     def model_id(self) -> str:
         return self.engine.model_id

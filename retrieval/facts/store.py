@@ -202,9 +202,11 @@ class FactStore:
     def companies(self) -> list[FactCompany]:
         if not self.available:
             return []
+        # a company learned from a filing whose statements held no fact has nothing to answer
         return [FactCompany(c, k, n, t, fye, bool(w)) for c, k, n, t, fye, w in
                 self.db.execute("SELECT cik, key, name, ticker, fiscal_year_end, week_based "
-                                "FROM fact_companies ORDER BY name")]
+                                "FROM fact_companies AS c WHERE EXISTS (SELECT 1 FROM facts "
+                                "WHERE facts.cik = c.cik) ORDER BY name")]
 
     def company(self, key_or_cik: str) -> FactCompany | None:
         return next((c for c in self.companies() if key_or_cik in (c.key, c.cik)), None)

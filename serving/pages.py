@@ -1,0 +1,70 @@
+"""A filing's page as a picture, with a cited passage highlighted on it (PyMuPDF).
+
+The passage is a chunk of the index: its lines were read from the same page text, so each line
+that is on the page is found there again and marked. What was marked comes back as text too, so
+a person (or a test) can read what the picture shows.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pymupdf
+
+MAX_LINES = 300  # lines of a passage looked up on the page (a chunk has ~40)
+MIN_CHARS = 6  # shorter lines ("2023", "$") would be found all over the page
+_SENTENCE = re.compile(r"(?<=[.;:])\s+")
+
+
+class PageError(Exception):
+    """A page that cannot be shown; ``status`` is the HTTP status to answer with."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass
+class PageView:
+    png: bytes
+    page: int
+    page_count: int
+    highlighted: list[str] = field(default_factory=list)
+
+
+def render_page(path: str | Path, page: int, passage: str = "", *,
+                zoom: float = 1.5) -> PageView:
+    path = Path(path)
+    if path.suffix.lower() != ".pdf":
+        raise PageError(415, "page pictures exist for PDF filings only; this filing is "
+                             f"{path.suffix.lstrip('.').upper() or 'not a PDF'}")
+    try:
+        doc = pymupdf.open(path, filetype="pdf")
+    except Exception:
+        raise PageError(404, "the filing's file cannot be opened on the server") from None
+    with doc:
+        if not 1 <= page <= doc.page_count:
+            raise PageError(404, f"page {page} is not in this filing (pages 1–{doc.page_count})")
+        pdf_page = doc[page - 1]
+        found = []
+        for line in _lines(passage):
+            # a passage that runs onto the next page is not found whole: then sentence by sentence
+            for piece in [line] if pdf_page.search_for(line) else _SENTENCE.split(line):
+                rects = pdf_page.search_for(piece) if len(piece) >= MIN_CHARS else []
+                if rects:
+                    pdf_page.add_highlight_annot(rects)
+                    found.append(piece)
+        pix = pdf_page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), annots=True)
+        return PageView(pix.tobytes("png"), page, doc.page_count, found)
+
+
+def _lines(passage: str) -> list[str]:
+    seen, out = set(), []
+    for line in passage.splitlines():
+        line = " ".join(line.split())
+        if len(line) >= MIN_CHARS and line not in seen:
+            seen.add(line)
+            out.append(line)
+    return out[:MAX_LINES]

@@ -1,0 +1,82 @@
+"""`finrag serve` in a subprocess on 127.0.0.1 for the HTTP tests: real Ray, tiny models, a copy
+of the demo index; stopped with SIGTERM, and every Ray process of its own folder ended."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+from serving.server import free_port, get_json
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def ray_pids(raydir: str) -> list[int]:
+    """Processes whose command line names this app's Ray folder."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if raydir in cmd:
+            pids.append(int(entry.name))
+    return pids
+
+
+@contextlib.contextmanager
+def serve_app(work: Path, index: Path, *, token: str, limits: dict | None = None,
+              profile: str = "tiny"):
+    """Yields {url, proc, raydir, log} once /healthz answers 200."""
+    port = free_port()
+    config = yaml.safe_load((ROOT / "deploy" / "cpu.yaml").read_text())
+    config["http_options"]["port"] = port
+    args = config["applications"][0]["args"]
+    args.update(profile=profile, index=str(index))
+    args["limits"].update(limits or {})
+    args["auth"] = {"bearer_token": token}
+    (work / "serve.yaml").write_text(yaml.safe_dump(config))
+    raydir = tempfile.mkdtemp(prefix="frt", dir="/tmp")  # short: Ray's socket paths are long
+    env = dict(os.environ, RAY_TMPDIR=raydir, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    log = open(work / "serve.log", "w")
+    proc = subprocess.Popen([sys.executable, "-m", "serving.cli", "serve", "--config",
+                             str(work / "serve.yaml")], cwd=ROOT, env=env, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 600
+    try:
+        while True:
+            assert proc.poll() is None, (work / "serve.log").read_text()[-3000:]
+            assert time.monotonic() < deadline, "app not ready in 600 s"
+            try:
+                if get_json(url + "/healthz", timeout=30)[0] == 200:
+                    break
+            except OSError:
+                pass
+            time.sleep(1)
+        yield {"url": url, "proc": proc, "raydir": raydir, "log": work / "serve.log"}
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        for pid in ray_pids(raydir):  # only this app's processes
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        log.close()
+        shutil.rmtree(raydir, ignore_errors=True)
