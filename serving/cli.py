@@ -27,18 +27,18 @@ def _pages(first: int, last: int) -> str:
 
 # commands ---------------------------------------------------------------------
 def cmd_ingest(args) -> int:
-    from models.embedders import load_embedder
+    from models.profiles import load_config, load_profile_embedder
     from retrieval.routing.companies import CompanyTable
     from retrieval.indexer import Ingestor
 
     companies = CompanyTable.load(args.companies or [])
-    embedder = load_embedder("minilm", batch_size=args.batch_size)
+    profile = load_config().active(args.profile)
+    embedder = load_profile_embedder(profile, batch_size=args.batch_size)
     contextualizer = None
     if args.variant == "llmctx":  # the profile's generator writes the contexts
-        from models.profiles import load_config, load_llm
+        from models.profiles import load_llm
         from retrieval.ingest.variants import Contextualizer
 
-        profile = load_config().active(args.profile)
         contextualizer = Contextualizer(lambda: load_llm(profile, "generator"),
                                         model_id=profile.role("generator").model,
                                         batch_size=args.context_batch_size)
@@ -79,7 +79,7 @@ def cmd_ingest(args) -> int:
 
 
 def cmd_search(args) -> int:
-    from models.embedders import load_embedder
+    from models.profiles import load_config, load_profile_embedder
     from retrieval.store.index import Index, UnknownDocumentError
 
     query = args.query.strip()
@@ -89,7 +89,8 @@ def cmd_search(args) -> int:
     with Index.open(index_dir(args)) as index:
         vector = None
         if args.mode != "fts":
-            embedder = load_embedder(index.settings.embedder, kind=index.settings.embedder_kind)
+            embedder = load_profile_embedder(load_config(args.config).active(args.profile))
+            index.check_embedder(embedder)
             vector = embedder.encode([query])[0]
         try:
             if args.mode == "hybrid":
@@ -237,9 +238,11 @@ def cmd_route(args) -> int:
         llm = lambda: load_llm(profile, "router")  # noqa: E731
     with Index.open(index_dir(args)) as index:
         def embedder():
-            from models.embedders import load_embedder
+            from models.profiles import load_config, load_profile_embedder
 
-            return load_embedder(index.settings.embedder, kind=index.settings.embedder_kind)
+            loaded = load_profile_embedder(load_config(args.config).active(args.profile))
+            index.check_embedder(loaded)
+            return loaded
 
         scorer = None if args.no_content else make_content_scorer(index, embedder)
         router = Router(index, CompanyTable.load(args.companies or []), llm=llm,
@@ -385,6 +388,8 @@ def cmd_serve(args) -> int:
     try:
         print(f"finrag is serving on {url}  (profile {service.cfg.profile or 'default'}, "
               f"index {service.cfg.index_dir()})\n"
+              f"  the web page:  open {url}/\n"
+              f"  OpenAI clients: base_url {url}/v1  (models finrag-hdrr, finrag-cbr, …)\n"
               f"  POST {url}/v1/answer   GET {url}/v1/documents   GET {url}/healthz   "
               f"GET {url}/metrics   {url}/docs\n"
               "Ctrl-C stops it.", flush=True)
@@ -449,7 +454,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "'[Company: X, Fiscal Year: Y, ...]' prefix); llmctx (V-B: an "
                         "LLM-written context per chunk, persisted, resumable) (plain)")
     p.add_argument("--profile", default=None,
-                   help="model profile whose generator writes llmctx contexts (default: config)")
+                   help="model profile: its embedder embeds the chunks, its generator writes "
+                        "llmctx contexts (default: config)")
     p.add_argument("--context-batch-size", type=int, default=8,
                    help="llmctx: chunks per LLM batch; each batch is persisted (8)")
     p.add_argument("--replace", action="store_true",
@@ -482,6 +488,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=("hybrid", "fts", "dense"), default="hybrid")
     p.add_argument("--json", action="store_true", help="print results as JSON")
     add_index_option(p)
+    add_profile_options(p, "model profile whose embedder embeds the query")
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser("documents", help="list the documents in an index")

@@ -77,7 +77,8 @@ def run_demo(workdir: Path, *, serve: bool = True, profile: str = "cpu",
     print()
     print(_line("═"))
     print(f"done in {time.perf_counter() - t0:.1f}s. Try:  finrag ask \"{questions[0]['question']}\" "
-          f"--index {workdir / 'index'}   or   finrag serve --index {workdir / 'index'}")
+          f"--index {workdir / 'index'}\n      or   finrag serve --index {workdir / 'index'}  "
+          f"and open http://127.0.0.1:8000/ (the web page)")
     return status
 
 
@@ -105,7 +106,8 @@ def serve_demo(index: Path, questions: list[dict], facts_path: Path, *, profile:
     print(_line("═"))
     t0 = time.perf_counter()
     with service as url:
-        print(f"ready in {time.perf_counter() - t0:.0f}s at {url}")
+        print(f"ready in {time.perf_counter() - t0:.0f}s at {url}  — while it runs, open "
+              f"{url}/ in a browser to ask questions and see the cited pages")
         _, docs = get_json(f"{url}/v1/documents")
         print(f"GET /v1/documents → {docs['count']} filings")
         for q in questions[:2]:
