@@ -13,14 +13,15 @@ from tests.served_app import serve_app
 
 TOKEN = "client-token"
 SCREENSHOT = os.environ.get("FINRAG_SCREENSHOT")  # where to save the page's picture, if set
+PROFILE = os.environ.get("FINRAG_CLIENTS_PROFILE", "tiny")  # `cpu` for the README's picture
 
 
 @pytest.fixture(scope="module")
 def served(demo_index, tmp_path_factory):
     work = tmp_path_factory.mktemp("clients")
     shutil.copytree(demo_index, work / "index")
-    with serve_app(work, work / "index", token=TOKEN,
-                   limits={"max_in_flight": 2, "deadline_s": 300}) as app:
+    with serve_app(work, work / "index", token=TOKEN, profile=PROFILE,
+                   limits={"max_in_flight": 2, "deadline_s": 600}) as app:
         yield app
 
 
