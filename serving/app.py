@@ -507,7 +507,13 @@ class Ingress:
     @api.get(_PAGE, summary="A page of a filing with the cited passage highlighted")
     async def page(self, doc_id: str, page: int, request: Request, chunk: int | None = None):
         self._authorize(request)
-        view = await self.handles["retriever"].page_view.remote(doc_id, page, chunk)
+        try:
+            view = await asyncio.wait_for(
+                self.handles["retriever"].page_view.remote(doc_id, page, chunk),
+                self.cfg.limits.deadline_s)
+        except asyncio.TimeoutError:
+            raise ApiError(504, "deadline", "the page was not rendered within the deadline of "
+                                            f"{self.cfg.limits.deadline_s:g} s") from None
         if view["status"] != 200:
             raise ApiError(view["status"], "not_found" if view["status"] == 404 else
                            "bad_request", view["error"])
