@@ -41,7 +41,8 @@ ROUTER_SYSTEM_PROMPT = """You read a question about SEC filings and extract, as 
 - companies: the company names mentioned (as written), at most 3
 - fiscal_years: 4-digit fiscal years mentioned (FY2022 -> 2022, FY21 -> 2021), else []
 - fiscal_quarters: quarter numbers mentioned (Q2 -> 2), else []
-- doc_types: "10-K", "10-Q", "8-K", "earnings" or "annual report" if the question names one
+- doc_types: "10-K", "10-Q", "8-K", "earnings" or "annual report" if the question names one,
+  else the one that answers it ("8-K" for an event, "earnings" for guidance or adjusted figures)
 - tickers: stock tickers written in the question in capitals (e.g. AAPL), else []
 - search_query: the question as a short search query without the company and year
 - keywords: up to 6 financial terms to search for

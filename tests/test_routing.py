@@ -296,6 +296,11 @@ def test_fast_path_is_counted_and_the_llm_called_only_when_needed():
     assert call.model_id == "HuggingFaceTB/SmolLM2-135M-Instruct"
     assert r.status in ROUTING_STATUSES and set(r.doc_ids) <= IDS
     assert isinstance(r.extracted["search_query"], str)
+    # a company found, but cues for two filing types: the model's doc_types is asked for
+    r = router.route("Did JnJ's new CEO change the full-year guidance in FY2023?")
+    assert r.llm_called and router.stats["llm_calls"] == 2 and r.routed
+    assert set(r.doc_ids) <= {"JOHNSON_JOHNSON_2023_8K_dated-2023-08-30", "JOHNSON_JOHNSON_2023Q2_EARNINGS"}
+    assert "filing-type cues conflict" in r.detail
 
 
 # --- over an index ------------------------------------------------------------------------------
@@ -338,3 +343,109 @@ def test_route_cli(demo_index, demo_corpus):
     assert res.returncode == 0, res.stderr
     report = json.loads(res.stdout)
     assert report["exact"] == report["present"] == 12 and report["misses"] == []
+
+
+# --- filing type by intent, 8-K dates, conflicts ------------------------------------------------
+
+
+def test_business_days_after_an_event():
+    from retrieval.routing.calendars import business_days_after, federal_holidays
+
+    assert business_days_after(date(2023, 5, 26), date(2023, 5, 30)) == 1  # Memorial Day between
+    assert business_days_after(date(2023, 8, 30), date(2023, 8, 30)) == 0
+    assert business_days_after(date(2022, 12, 30), date(2023, 1, 5)) == 3  # 2 January observed
+    assert business_days_after(date(2023, 5, 26), date(2023, 5, 25)) is None  # filed before
+    assert date(2022, 6, 20) in federal_holidays(2022) and date(2020, 6, 19) not in federal_holidays(2020)
+
+
+def test_event_date_goes_to_the_8k_filed_within_four_business_days(resolver):
+    r = route(resolver, "What did JnJ announce on August 24, 2023?")  # Thu 24 -> Wed 30: 4 days
+    assert r.doc_ids == ["JOHNSON_JOHNSON_2023_8K_dated-2023-08-30"]
+    assert "4 business days after 2023-08-24" in r.detail
+    r = route(resolver, "What did JnJ announce on August 23, 2023?")  # 5 business days: too far
+    assert "JOHNSON_JOHNSON_2023_8K_dated-2023-08-30" not in r.doc_ids
+    r = route(resolver, "What did JnJ's 8-K report about events of August 31, 2023?")  # after filing
+    assert r.status == "fallback_not_in_corpus" and "4 business days after 2023-08-31" in r.detail
+
+
+def test_intent_cues_choose_the_filing_type(resolver):
+    r = route(resolver, "Who was appointed as JnJ's new CFO?")
+    assert (r.status, r.doc_ids) == ("default_year", ["JOHNSON_JOHNSON_2023_8K_dated-2023-08-30"])
+    assert r.extracted["intent"]["kinds"] == ["event"]
+    r = route(resolver, "How did JnJ's pharmaceutical segment grow in FY2022?")
+    assert r.doc_ids == ["JOHNSON_JOHNSON_2022Q4_EARNINGS"] and "grow" in r.detail
+    r = route(resolver, "Have JnJ's margins been consistent over the years?")
+    assert r.doc_ids == ["JOHNSON_JOHNSON_2022_10K"] and "annual report" in r.detail
+    r = route(resolver, "Has JPMorgan's CET1 ratio historically been stable?")  # no 10-K indexed
+    assert r.doc_ids == ["JPMORGAN_2023Q2_10Q"]
+
+
+def test_conflicting_cues_are_settled_by_the_router_llm_doc_type(resolver):
+    question = "Did JnJ's new CEO change the full-year guidance in FY2023?"  # event and release
+    r = route(resolver, question)
+    assert r.extracted["intent"]["conflict"] and r.extracted["intent"]["kinds"] == ["event", "release"]
+    assert r.doc_ids == ["JOHNSON_JOHNSON_2023_8K_dated-2023-08-30"]  # words alone: event first
+    r = route(resolver, question, out(companies=["JnJ"], doc_types=["earnings"]))
+    assert r.extracted["intent"]["settled_by_llm"] == "earnings"
+    assert r.doc_ids == ["JOHNSON_JOHNSON_2023Q2_EARNINGS"] and "router LLM" in r.detail
+    r = route(resolver, question, out(companies=["JnJ"], doc_types=["10-Q"]))  # not a cued type
+    assert r.extracted["intent"]["settled_by_llm"] is None
+    assert r.doc_ids == ["JOHNSON_JOHNSON_2023_8K_dated-2023-08-30"]
+
+
+# --- probes: questions written for the 124 FinanceBench filings, never tuned on a split ----------
+
+PROBES = REPO / "tests" / "data" / "routing_probes.jsonl"
+
+
+@pytest.fixture(scope="module")
+def financebench_catalog():
+    from retrieval.ingest.metadata import parse_filename
+    from conftest import FINANCEBENCH, need_shared
+
+    pdfs = sorted(need_shared(FINANCEBENCH / "pdfs").glob("*.pdf"))
+    assert len(pdfs) == 124
+    table = CompanyTable.load()
+    return [parse_filename(p, table) for p in pdfs]
+
+
+def test_routing_probes(financebench_catalog):
+    probes = [json.loads(line) for line in PROBES.read_text().splitlines() if line.strip()]
+    assert len(probes) >= 40 and len({p["kind"] for p in probes}) >= 10
+    resolver = Resolver(financebench_catalog, CompanyTable.load())
+    wrong = []
+    for p in probes:
+        r = resolver.resolve(p["question"])
+        if sorted(r.doc_ids) != sorted(p["doc_names"]) or (p["status"] and r.status != p["status"]):
+            wrong.append((p["id"], p["question"], r.status, r.doc_ids, r.detail))
+    assert wrong == []
+
+
+def test_routing_metrics_over_probes(financebench_catalog):
+    from retrieval.ingest.metadata import parse_filename
+
+    table = CompanyTable.load()
+    probes = [json.loads(line) for line in PROBES.read_text().splitlines() if line.strip()]
+    router = Router(financebench_catalog, table)
+    report = evaluate_routing(router, probes, lambda d: table.by_name(parse_filename(d, table).company).key)
+    named = report["named"]
+    assert named["questions"] == sum(bool(p["doc_names"]) and p.get("names_company", True)
+                                     for p in probes)
+    assert named["exact"] == named["covering"] == named["questions"]
+    assert named["gold_routed"] == named["routed_filings"] and named["precision"] == 1.0
+    assert report["wrong_company"] == 0
+    assert report["no_company"]["questions"] == 0  # the unnamed ones have no gold filing
+    assert report["not_indexed"]["told_not_in_corpus"] == sum(
+        p["status"] == "fallback_not_in_corpus" for p in probes)
+    # a route to a second company is counted as wrong-company, a superset lowers precision
+    rows = evaluate_routing(router, [
+        {"question": "Compare Boeing's and Nike's FY2021 revenue.", "doc_name": "BOEING_2021_10K"},
+        {"question": "How did Netflix's net income change from FY2015 to FY2018?",
+         "doc_name": "NETFLIX_2018_10K"},
+        {"question": "What drove the drop in SG&A as a percent of sales in FY2021?",
+         "doc_name": "NIKE_2021_10K"},
+    ])
+    assert rows["wrong_company"] == 1 and rows["named"]["exact"] == 0
+    assert rows["named"]["covering"] == 2 and rows["named"]["precision"] == 2 / 4
+    assert rows["no_company"] == {"questions": 1, "routed": 0, "exact": 0,
+                                  "statuses": {"fallback_no_entities": 1}}

@@ -2,10 +2,12 @@
 
 An analyst reaches for a different filing by what is asked:
 
-- ``history``: trends and track records ("historically", "over the years", "consistently")
-  → the latest annual report, which carries several years side by side;
-- ``release``: what only an earnings release carries (guidance and outlook, adjusted or
-  non-GAAP measures, EBITDAR, organic or constant-currency growth) → the release;
+- ``history``: trends and track records ("historically", "over the years", "consistently"),
+  and what only a 10-K's business and risk sections describe (industry, main products and
+  customers, competition, cyclicality) → the latest annual report;
+- ``release``: what an earnings release carries and a 10-K does not, or sets out in its own
+  tables (guidance and outlook, adjusted or non-GAAP measures, EBITDAR, organic or
+  constant-currency growth, how each segment or region grew) → the release, where one exists;
 - ``event``: what an 8-K reports (officers appointed or leaving, votes at a meeting, a
   completed acquisition, separation or spin-off, a material agreement) → the 8-K.
 
@@ -25,12 +27,21 @@ CUES: dict[str, tuple[str, re.Pattern[str]]] = {
     "history": ("10-K", re.compile(
         r"\bhistoric(?:al(?:ly)?)?\b|\bover\s+(?:the\s+)?(?:years|time|(?:past|last)\s+\w+\s+years)\b|"
         r"\bconsistent(?:ly)?\b|\btrack\s+record\b|\blong[\s-]term\s+trend|\btrend(?:s|ed)?\b|"
-        r"\bmulti[\s-]?year\b|\bin\s+recent\s+years\b|\byear\s+after\s+year\b", re.I)),
+        r"\bmulti[\s-]?year\b|\bin\s+recent\s+years\b|\byear\s+after\s+year\b|"
+        # what only a 10-K's business and risk sections describe
+        r"\b(?:primar(?:y|ily)\s+)?operates?\s+in\b|\bindustr(?:y|ies)\b|\bbusiness\s+model\b|"
+        r"\b(?:main|major|primary|key)\s+(?:products|services|customers|competitors|markets)\b|"
+        r"\bcompetit(?:ors|ion)\b|\bcyclical\w*\b|\brisk\s+factors?\b|\bhuman\s+capital\b|"
+        r"\bhow\s+many\s+(?:employees|people)\b", re.I)),
     "release": ("earnings", re.compile(
         r"\bguidance\b|\boutlook\b|\bEBITDAR\b|\bnon[\s-]?GAAP\b|"
         r"\badjusted\s+(?:\w+\s+){0,2}(?:EPS|EBITDA|EBIT|earnings|income|margin|operating|free\s+cash)|"
         r"\borganic\s+(?:growth|sales|revenue)|\bconstant[\s-]currenc(?:y|ies)\b|"
         r"\bexpects\b|\bexpectations?\b|\bforecasts?\b|"
+        # the segment and region tables of a release: how each one grew or performed
+        r"\b(?:segments?|regions?|regional|geograph\w*|international|domestic|U\.?S\.?)\b[^.?;]{0,40}?"
+        r"\b(?:grow|grew|growth|performance|performed|top[\s-]?line)\b|"
+        r"\b(?:growth|performance|top[\s-]?line)\b[^.?;]{0,40}?\b(?:segments?|regions?|geograph\w*)\b|"
         r"\bexclud\w*\s+(?:the\s+)?(?:impact|effect)s?\s+of\s+(?:fx|foreign\s+exchange|currenc)", re.I)),
     "event": ("8-K", re.compile(
         r"\b(?:new(?:ly)?\s+(?:appointed\s+)?(?:CEO|CFO|COO|chief\s+\w+\s+officer|chair(?:man|woman)?|"
@@ -45,9 +56,9 @@ CUES: dict[str, tuple[str, re.Pattern[str]]] = {
 # Guidance changed during a year ("raised its full-year guidance"): the releases of that year,
 # not the prior year's, which first gave it.
 _GUIDANCE_CHANGE = re.compile(
-    r"\b(?:rais|lower|cut|reaffirm|maintain|updat|increas|reduc|revis|narrow|withdr[ae]w)\w*\s+"
+    r"\b(?:rais|lower|cut|reaffirm|maintain|updat|increas|reduc|revis|narrow|withdr[ae]w|chang)\w*\s+"
     r"(?:[\w'’-]+\s+){0,3}(?:guidance|outlook|forecast)|(?:guidance|outlook|forecast)\s+"
-    r"(?:(?:was|were|is|been|get|got)\s+)?(?:rais|lower|cut|reaffirm|updat|increas|reduc|revis)\w*",
+    r"(?:(?:was|were|is|been|get|got)\s+)?(?:rais|lower|cut|reaffirm|updat|increas|reduc|revis|chang)\w*",
     re.I)
 
 

@@ -7,7 +7,9 @@ extracted to catalog doc ids only: every id it returns comes from the catalog, n
 the question or the model wrote, and nothing from a filing is ever shown to the router LLM.
 
 ``Router.route`` runs the deterministic pass first and only calls the LLM when that pass finds
-no company or an ambiguous one (the fast path is counted in ``Router.stats``).
+no company or an ambiguous one, or when the question's words point at two filing types
+(``retrieval.routing.intent``) and the model's ``doc_types`` chooses (the fast path is counted
+in ``Router.stats``).
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ _DOC_TYPE_PATTERNS = (
 _BALANCE_SHEET = re.compile(
     r"balance\s+sheet|financial\s+position|year[\s-]end\b|end\s+of\s+(?:the\s+)?(?:fiscal\s+)?(?:year|FY|\d{4})|"
     r"cash\s+(?:and\s+cash\s+equivalents|balance|position|on\s+hand)|"
+    r"\b(?:drop|increase|decrease|change|rise|fall|decline|growth)\s+in\s+(?:[\w'’&.-]+\s+){0,3}?cash\b"
+    r"(?![\s-]+(?:flows?|from|used|provided|generated|dividends?|paid|conversion))|"
     r"total\s+assets|working\s+capital|receivable|payable|inventor(?:y|ies)|PP&?N?E|property,?\s+plant|"
     r"quick\s+ratio|current\s+ratio|liabilit|shareholders'?\s+equity|book\s+value|\bdebt\b", re.I)
 _OUTLOOK = re.compile(r"\b(?:expect\w*|outlook|guidance|forecast\w*|anticipat\w*|projected)\b", re.I)
@@ -457,6 +461,12 @@ class Resolver:
             parts.append(f"{m.company} ({m.how} '{m.text}')" + (f": {said}" if said else ""))
         for name in mentions.unknown:
             parts.append(f"'{name}' is not a company finrag knows")
+        if mentions.intent.conflict:
+            cues = ", ".join(f"{k} '{w}'" for k, w in mentions.intent.words.items())
+            parts.append(f"filing-type cues conflict ({cues}): " + (
+                f"the router LLM chose {_TYPE_WORDS[mentions.settled]}" if mentions.settled
+                else f"{_TYPE_WORDS[mentions.preferred]} by the order event, release, history"
+                if mentions.preferred else "a form named in the question decides"))
         if routed:
             status = max((m.how for m in routed), key=_STRENGTH.index)
             if any(picks[m.key].defaulted for m in routed):
@@ -743,7 +753,8 @@ def _covers(rec: Any, year: int | None, quarter: int | None, depth: int = 2) -> 
 
 class Router:
     """Deterministic pass first; one router-LLM call only when that pass finds no company or
-    an ambiguous one (``stats`` counts fast-path routes and LLM calls).
+    an ambiguous one, or filing-type cues that conflict (``stats`` counts fast-path routes, LLM
+    calls and the conflicts the model settled).
 
     ``llm`` is an engine with ``generate_json`` or a zero-argument function that loads one (it
     is then loaded the first time a question needs it)."""
@@ -769,10 +780,13 @@ class Router:
         self.stats["routes"] += 1
         routing = self.resolver.resolve(question)
         # the model could only add a company: not needed when one was found (routed, or known
-        # with none of the filings asked for indexed)
-        certain = routing.routed or routing.status == "fallback_not_in_corpus"
+        # with none of the filings asked for indexed), unless the question's words point at
+        # two filing types and the model's doc_types has to choose
+        conflict = routing.routed and routing.extracted["intent"]["conflict"]
+        certain = (routing.routed or routing.status == "fallback_not_in_corpus") and not conflict
         if certain or self._llm is None:
-            self.stats["fast_path" if certain else "unrouted_without_llm"] += 1
+            self.stats["fast_path" if certain else "conflict_without_llm" if conflict
+                       else "unrouted_without_llm"] += 1
             routing.latency_ms = (time.perf_counter() - started) * 1000
             return routing
         try:
@@ -784,6 +798,7 @@ class Router:
             routing.latency_ms = (time.perf_counter() - started) * 1000
             return routing
         routing = self.resolver.resolve(question, output)
+        self.stats["llm_type_choices"] += bool(conflict and routing.extracted["intent"]["settled_by_llm"])
         routing.llm_called = True
         routing.usage = [call]
         routing.latency_ms = (time.perf_counter() - started) * 1000
@@ -831,7 +846,7 @@ def names_company(question: str, company: Company) -> bool:
             return True
         if len(normal) >= 6 and fuzz.partial_ratio(normal, words) >= 90:
             return True
-    return any(re.search(rf"(?<![\w$]){re.escape(t)}(?!\w)", question) for t in company.tickers)
+    return any(re.search(rf"(?<!\w){re.escape(t)}(?!\w)", question) for t in company.tickers)
 
 
 def evaluate_routing(router: Router, questions: Iterable[dict[str, Any]],
