@@ -85,6 +85,7 @@ class Mentions:
     doc_types: list[str] = field(default_factory=list)
     outlook: bool = False
     intent: Intent = field(default_factory=Intent)  # filing-type cues (retrieval.routing.intent)
+    as_of: bool = False  # "as of FY2024": a state at a point of the year, not the year's total
     settled: str | None = None  # the type the router LLM chose when the cues conflict
 
     @property
@@ -333,7 +334,7 @@ def extract_periods(question: str) -> Mentions:
     doc_types = [kind for kind, pattern in _DOC_TYPE_PATTERNS if re.search(pattern, question, re.I)]
     return Mentions(periods=found.periods, calendar_years=found.calendar_years, dates=found.dates,
                     doc_types=doc_types, outlook=bool(_OUTLOOK.search(question)),
-                    intent=read_intent(question))
+                    intent=read_intent(question), as_of=bool(re.search(r"\bas\s+of\b", question, re.I)))
 
 
 def extract_mentions(question: str, companies: CompanyTable | CompanyDictionary | None = None,
@@ -609,6 +610,12 @@ class Resolver:
                 prior = named(r for r in docs if r.fiscal_year == year - 1 and _is_annual(r))
                 if prior:
                     return choose(prior, f"(outlook for FY{year} is given in FY{year - 1}'s filings)")
+            interim = [r for r in docs if r.fiscal_year == year and r.doc_type in ("10-Q", "earnings")]
+            if interim and (m.as_of or depth == 1):
+                # a state "as of" a year still under way (or a balance): its latest interim filing
+                newest = max(r.fiscal_quarter or 0 for r in interim)
+                return choose([r for r in interim if (r.fiscal_quarter or 0) == newest],
+                              f"(no annual report of FY{year}: its latest filing, as of Q{newest})")
         pick.missing.append(f"no filing for FY{year} is indexed")
 
     def _pick_latest(self, docs, types, question, m, choose, pick) -> None:

@@ -171,21 +171,31 @@ class Pipeline:
     def load(cls, index_dir: str | Path, *, profile: str | None = None, config=None,
              variant_dirs: dict[str, str | Path] | None = None, large_rerank: bool | None = None,
              use_llm_router: bool = True, companies=None) -> "Pipeline":
-        from models.embedders import load_embedder
-        from models.profiles import load_config, load_reranker
+        from models.devices import memory_shares
+        from models.profiles import load_config, load_profile_embedder, load_reranker
 
         prof = load_config(config).active(profile)
         if large_rerank is not None:
             prof = prof.model_copy(update={"pipeline": prof.pipeline.model_copy(
                 update={"large_rerank": large_rerank})})
+        # the models this process loads fit their devices: checked before any loads
+        memory_shares(prof, ["embedder", "light_reranker", "generator"]
+                      + ["router"] * use_llm_router
+                      + ["large_reranker"] * bool(prof.pipeline.large_rerank))
         index = Index.open(index_dir)
-        embedder = load_embedder(index.settings.embedder, kind=index.settings.embedder_kind)
+        embedder = load_profile_embedder(prof)
+        try:
+            index.check_embedder(embedder)
+        except ValueError:
+            index.close()
+            raise
         shared = embedder if prof.role("light_reranker").model == prof.role("embedder").model else None
         light = load_reranker(prof, "light_reranker", embedder=shared)
         variants = {}
         for variant, folder in (variant_dirs or {}).items():
             if folder and (Path(folder) / "catalog.sqlite").is_file():
                 variants[variant] = Index.open(folder)
+                variants[variant].check_embedder(embedder)
         pipe = cls(index, embedder, prof, variants=variants, light=light, meter=None,
                    companies=companies, use_llm_router=use_llm_router)
         if prof.pipeline.large_rerank:
