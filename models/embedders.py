@@ -32,6 +32,7 @@ class SentenceTransformerEmbedder:
         self.model_id = model_id or str(path)
         self.name = str(path)  # what load_embedder() takes to rebuild this embedder
         self.kind = "sentence-transformers"
+        self.normalize = True  # encode() returns unit vectors
         self.batch_size = batch_size
         self._model = SentenceTransformer(str(path), device=device, local_files_only=True)
         if max_seq_length:
@@ -90,6 +91,7 @@ class BGEM3Embedder:
         self.model_id = model_id or str(path)
         self.name = str(path)
         self.kind = "flag-embedding"
+        self.normalize = True  # FlagEmbedding normalises the dense head
         self.batch_size = batch_size
         self.max_seq_length = max_length
         self._model = BGEM3FlagModel(str(path), use_fp16=use_fp16, devices=device,

@@ -88,6 +88,35 @@ def build_tiny_llm(out_dir: str | Path, seed: int = 0, vocab_size: int = 512) ->
     return out
 
 
+def build_tiny_bge_m3(out_dir: str | Path, seed: int = 0, hidden: int = 32) -> Path:
+    """Write a tiny random BGE-M3-shaped folder to ``out_dir``: an XLM-R encoder (2 layers)
+    with the packaged MiniLM WordPiece tokenizer, plus FlagEmbedding's ``colbert_linear.pt``
+    and ``sparse_linear.pt`` heads. bge-m3's tokenizer is XLM-R's, where </s> is both sep and
+    eos; giving the BERT tokenizer eos=[SEP] makes FlagEmbedding drop it from the lexical
+    weights the same way. Needs finrag's packaged weights (the main venv)."""
+    import torch
+    from transformers import AutoTokenizer, XLMRobertaConfig, XLMRobertaModel
+
+    from models.weights import MINILM_L6_V2, resolve_packaged
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer = AutoTokenizer.from_pretrained(resolve_packaged(MINILM_L6_V2))
+    tokenizer.eos_token = tokenizer.sep_token
+    torch.manual_seed(seed)
+    config = XLMRobertaConfig(vocab_size=len(tokenizer), hidden_size=hidden, num_hidden_layers=2,
+                              num_attention_heads=2, intermediate_size=2 * hidden,
+                              type_vocab_size=1, max_position_embeddings=8194,  # bge-m3's
+                              pad_token_id=tokenizer.pad_token_id)
+    XLMRobertaModel(config, add_pooling_layer=False).eval().save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    torch.save(torch.nn.Linear(hidden, hidden).state_dict(), out / "colbert_linear.pt")
+    sparse = torch.nn.Linear(hidden, 1)
+    torch.nn.init.constant_(sparse.bias, 0.5)  # most tokens get a lexical weight, as trained
+    torch.save(sparse.state_dict(), out / "sparse_linear.pt")
+    return out
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 2:
         sys.exit("usage: python -m models.tiny_model OUT_DIR")

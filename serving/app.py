@@ -624,18 +624,18 @@ def build_app(args: dict | AppConfig | None = None):
     check_auth(cfg, _serve_host())
     conf = cfg.model_dump(mode="json")
     prof = _profile(cfg)
-    embedder = Embedder.options(**cfg.options("Embedder")).bind(conf)
+    embedder = Embedder.options(**cfg.options("Embedder", prof)).bind(conf)
     retriever = Retriever.options(**cfg.options("Retriever")).bind(conf)
-    generator = Generator.options(**cfg.options("Generator")).bind(conf)
+    generator = Generator.options(**cfg.options("Generator", prof)).bind(conf)
     light = large = None
     if "light_reranker" in prof.roles:
-        light = Reranker.options(name="LightReranker", **cfg.options("LightReranker")).bind(
+        light = Reranker.options(name="LightReranker", **cfg.options("LightReranker", prof)).bind(
             conf, "light_reranker")
     if prof.pipeline.large_rerank and "large_reranker" in prof.roles:
-        large = Reranker.options(name="LargeReranker", **cfg.options("LargeReranker")).bind(
+        large = Reranker.options(name="LargeReranker", **cfg.options("LargeReranker", prof)).bind(
             conf, "large_reranker")
     shares_llm = prof.role("router").model == prof.role("generator").model
-    router = Router.options(**cfg.options("Router")).bind(conf, embedder,
+    router = Router.options(**cfg.options("Router", prof)).bind(conf, embedder,
                                                           generator if shares_llm else None)
     # room above the admission limit for /healthz, /metrics and the 503s themselves; past it
     # Serve's own bounded queue answers 503 rather than letting requests wait unseen

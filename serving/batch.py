@@ -108,6 +108,21 @@ def _answer(pipe, ids: list[str], questions: list[str], system: str, generate: b
     return [json.dumps({"id": i} | a.to_dict()) for i, a in zip(ids, answers)]
 
 
+def actor_gpus(pipeline_kwargs: dict) -> float:
+    """The GPU share a pipeline actor reserves: the profile's memory shares of the roles its
+    Pipeline loads (``models.devices.placement_gpus``); Ray hides the GPUs from an actor that
+    reserves none, and then every role would run on the CPU."""
+    from models.devices import placement_gpus
+    from models.profiles import load_config
+
+    prof = load_config(pipeline_kwargs.get("config")).active(pipeline_kwargs.get("profile"))
+    large = pipeline_kwargs.get("large_rerank")
+    roles = ["embedder", "light_reranker", "generator"]
+    roles += ["router"] if pipeline_kwargs.get("use_llm_router", True) else []
+    roles += ["large_reranker"] if (prof.pipeline.large_rerank if large is None else large) else []
+    return placement_gpus(prof, roles)
+
+
 def _ray_records(todo: list[dict], index: str, system: str, generate: bool,
                  pipeline_kwargs: dict, workers: int, batch_size: int) -> Iterator[str]:
     import ray
@@ -120,10 +135,12 @@ def _ray_records(todo: list[dict], index: str, system: str, generate: bool,
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False  # our own bar counts answers written
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)) // workers)
+    gpus = actor_gpus(pipeline_kwargs) if ray.cluster_resources().get("GPU") else 0.0
     blocks = max(1, -(-len(todo) // batch_size))  # one block per batch: answers stream out
     ds = ray.data.from_items(todo, override_num_blocks=blocks).map_batches(
         PipelineWorker, fn_constructor_args=(index, system, generate, pipeline_kwargs),
-        batch_size=batch_size, compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=cpus)
+        batch_size=batch_size, compute=ray.data.ActorPoolStrategy(size=workers), num_cpus=cpus,
+        num_gpus=gpus)
     for row in ds.iter_rows():
         yield row["record"]
 

@@ -13,6 +13,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 DEPLOYMENTS = ("Ingress", "Router", "Embedder", "Retriever", "LightReranker", "LargeReranker",
                "Generator")
+# the profile role each deployment loads (its GPU share comes from it)
+DEPLOYMENT_ROLES = {"Router": "router", "Embedder": "embedder", "LightReranker": "light_reranker",
+                    "LargeReranker": "large_reranker", "Generator": "generator"}
 
 
 class _Strict(BaseModel):
@@ -98,15 +101,26 @@ class AppConfig(_Strict):
                              f"known: {', '.join(DEPLOYMENTS)}")
         return self
 
-    def options(self, name: str) -> dict[str, Any]:
+    def options(self, name: str, profile=None) -> dict[str, Any]:
         """Serve options of a deployment. Without ``ray_actor_options`` it reserves no CPU:
         Ray's default of one CPU per actor would need 7 CPUs for the app and leave nothing
         for a batch job on a small machine (placement is the config's job). Such a deployment
         shares the machine's cores: it gets ``shared_cpu_threads`` unless its own
-        ``runtime_env`` sets OMP_NUM_THREADS."""
+        ``runtime_env`` sets OMP_NUM_THREADS. Without ``num_gpus`` in the YAML a deployment
+        reserves its role's GPU share from the ``profile`` (``models.devices.placement_gpus``);
+        a Router whose LLM is the Generator's, or that calls no LLM, reserves none."""
+        from models.devices import placement_gpus
+
         opts = self.deployments.get(name)
         opts = opts.serve_options() if opts else {}
         actor = opts.setdefault("ray_actor_options", {"num_cpus": 0})
+        role = DEPLOYMENT_ROLES.get(name)
+        if profile is not None and role in profile.roles and "num_gpus" not in actor:
+            own_llm = self.use_llm_router and (
+                profile.role("router").model != profile.role("generator").model)
+            gpus = placement_gpus(profile, [role]) if role != "router" or own_llm else 0.0
+            if gpus:
+                actor["num_gpus"] = gpus
         if actor.get("num_cpus") is not None and actor["num_cpus"] < 1:
             env = actor.setdefault("runtime_env", {}).setdefault("env_vars", {})
             env.setdefault("OMP_NUM_THREADS", str(self.shared_cpu_threads or os.cpu_count() or 1))

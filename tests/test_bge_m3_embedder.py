@@ -14,28 +14,10 @@ TEXTS = ["Revenue grew 12% in fiscal 2023.", "Net income", "The board declared a
 @pytest.fixture(scope="module")
 def tiny_m3(tmp_path_factory):
     """A random XLM-R encoder (hidden 32, 2 layers) with MiniLM's WordPiece tokenizer, plus
-    FlagEmbedding's colbert_linear.pt / sparse_linear.pt heads.
+    FlagEmbedding's colbert_linear.pt / sparse_linear.pt heads (models.tiny_model)."""
+    from models.tiny_model import build_tiny_bge_m3
 
-    bge-m3's tokenizer is XLM-R's, where </s> is both sep and eos; giving the BERT tokenizer
-    eos=[SEP] makes FlagEmbedding drop it from the lexical weights the same way.
-    """
-    import torch
-    from transformers import AutoTokenizer, XLMRobertaConfig, XLMRobertaModel
-
-    from models.weights import MINILM_L6_V2, resolve_packaged
-
-    tokenizer = AutoTokenizer.from_pretrained(resolve_packaged(MINILM_L6_V2))
-    tokenizer.eos_token = tokenizer.sep_token
-    torch.manual_seed(0)
-    config = XLMRobertaConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
-                              num_attention_heads=2, intermediate_size=64, type_vocab_size=1,
-                              max_position_embeddings=130, pad_token_id=tokenizer.pad_token_id)
-    folder = tmp_path_factory.mktemp("tiny-bge-m3")
-    XLMRobertaModel(config, add_pooling_layer=False).eval().save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    torch.save(torch.nn.Linear(32, 32).state_dict(), folder / "colbert_linear.pt")
-    torch.save(torch.nn.Linear(32, 1).state_dict(), folder / "sparse_linear.pt")
-    return folder
+    return build_tiny_bge_m3(tmp_path_factory.mktemp("tiny-bge-m3"))
 
 
 @pytest.fixture(scope="module")

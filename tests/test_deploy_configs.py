@@ -95,9 +95,12 @@ def max_replicas(options: dict) -> int:
 def gpus_needed(cfg: AppConfig, scale=max_replicas) -> int:
     """GPUs the app asks for at a scale (one GPU a pod): whole-GPU replicas one each, the
     fractional ones packed together."""
+    from models.profiles import load_config
+
+    profile = load_config().active(cfg.profile)
     whole, fractional = 0, 0.0
     for name in DEPLOYMENTS:
-        options = cfg.options(name)
+        options = cfg.options(name, profile)
         gpus = num_gpus(options)
         if gpus >= 1:
             whole += math.ceil(gpus) * scale(options)
@@ -255,33 +258,33 @@ def test_gpu_yaml_builds_with_gpus_where_models_run():
     assert cfg.large_rerank is True
     built = built_deployments(build_app(cfg))
     assert set(built) == set(DEPLOYMENTS)  # large_rerank: the LargeReranker is deployed too
-    assert built["Generator"].ray_actor_options["num_gpus"] >= 1
+    assert built["Generator"].ray_actor_options["num_gpus"] > 0
     for name in ("Ingress", "Retriever"):
         assert not built[name].ray_actor_options.get("num_gpus")
         assert built[name].ray_actor_options.get("num_cpus", 0) >= 1
 
 
-def test_gpu_yaml_gives_each_vllm_engine_a_whole_gpu():
-    """vLLM reserves most of its device's memory whatever Ray's fraction is: an engine never
-    shares a GPU. The BGE models (transformers) share one."""
+def test_gpu_yaml_places_each_role_by_its_memory_share():
+    """A deployment that loads a model reserves its role's memory share of a GPU (the share
+    its vLLM engine reserves of the device's memory), so Ray packs no more onto a GPU than
+    its memory holds; one of each fits one GPU."""
+    from models.devices import MAX_DEVICE_SHARE
     from models.profiles import load_config
 
     cfg = load_serve_file(GPU).app_config()
     profile = load_config().active(cfg.profile)
-    vllm = {"Generator"}
-    if profile.role("large_reranker").kind in VLLM_KINDS:
-        vllm.add("LargeReranker")
-    if cfg.use_llm_router and profile.role("router").model != profile.role("generator").model:
-        vllm.add("Router")
+    roles = {"Generator": "generator", "Router": "router", "Embedder": "embedder",
+             "LightReranker": "light_reranker", "LargeReranker": "large_reranker"}
+    one_each = 0.0
     for name in DEPLOYMENTS:
-        gpus = num_gpus(cfg.options(name))
-        if name in vllm:
-            assert gpus == 1, f"{name}: a vLLM engine needs a whole GPU, not {gpus}"
+        gpus = num_gpus(cfg.options(name, profile))
+        if name in roles:
+            assert gpus == profile.role(roles[name]).memory_share, name
         else:
-            assert gpus < 1, f"{name}: no vLLM engine here; share a GPU ({gpus})"
-    shared = sum(num_gpus(cfg.options(n)) * max_replicas(cfg.options(n))
-                 for n in DEPLOYMENTS if n not in vllm)
-    assert shared <= 1, "the BGE deployments at full scale fit on one GPU"
+            assert gpus == 0, f"{name} loads no model"
+        one_each += gpus
+    assert 0 < one_each <= MAX_DEVICE_SHARE
+    assert gpus_needed(cfg) == 3  # 2.3 GPUs at full scale
 
 
 def test_generator_can_fill_a_batch():

@@ -39,12 +39,12 @@ def test_gpu_profile_shares_fit_on_one_device():
     shares = memory_shares(load_config(env={}).active("gpu"), cuda_devices=1)
     assert list(shares) == ["cuda:0"]
     engines = shares["cuda:0"]
-    assert len(engines) == 3  # router, generator and large reranker: three distinct models
+    assert len(engines) == 5  # every role a distinct model
     assert sum(engines.values()) <= MAX_DEVICE_SHARE
 
 
 def test_shares_past_the_limit_are_refused_naming_them():
-    prof = _gpu(generator=0.6, router=0.3, large_reranker=0.1)
+    prof = _gpu(generator=0.5, router=0.3)
     with pytest.raises(DeviceError) as err:
         memory_shares(prof, cuda_devices=1)
     message = str(err.value)
@@ -52,7 +52,7 @@ def test_shares_past_the_limit_are_refused_naming_them():
     assert "Qwen/Qwen2.5-7B-Instruct (generator)" in message
     # the same shares in separate processes (a deployment each) are fine
     assert memory_shares(prof, ["generator"], cuda_devices=1) == {
-        "cuda:0": {"Qwen/Qwen2.5-7B-Instruct": 0.6}}
+        "cuda:0": {"Qwen/Qwen2.5-7B-Instruct": 0.5}}
 
 
 def test_roles_naming_one_model_share_one_engine():
@@ -70,3 +70,48 @@ def test_two_engines_without_shares_are_refused():
         memory_shares(prof, ["router", "generator"], cuda_devices=1)
     # the transformers engine reserves nothing up front: no shares needed
     assert memory_shares(load_config(env={}).active("cpu"), cuda_devices=1) == {}
+
+
+def test_placement_gpus_follow_the_shares():
+    from models.devices import placement_gpus
+
+    gpu = load_config(env={}).active("gpu")
+    assert placement_gpus(gpu, ["generator"]) == 0.45
+    assert placement_gpus(gpu, ["embedder"]) == 0.05
+    # a batch actor holding the whole pipeline reserves the sum of its distinct models
+    assert placement_gpus(gpu, list(gpu.roles)) == 0.85
+    # roles pinned to the CPU, and profiles without shares, reserve no GPU
+    cpu_only = gpu.model_copy(update={"roles": {
+        r: s.model_copy(update={"device": "cpu"}) for r, s in gpu.roles.items()}})
+    assert placement_gpus(cpu_only, list(gpu.roles)) == 0.0
+    assert placement_gpus(load_config(env={}).active("cpu"), ["generator", "embedder"]) == 0.0
+
+
+def test_serve_deployments_reserve_their_roles_share():
+    from serving.config import AppConfig
+
+    gpu = load_config(env={}).active("gpu")
+    cfg = AppConfig.model_validate({"deployments": {
+        "LightReranker": {"ray_actor_options": {"num_cpus": 1, "num_gpus": 0.25}}}})
+    assert cfg.options("Generator", gpu)["ray_actor_options"]["num_gpus"] == 0.45
+    assert cfg.options("Router", gpu)["ray_actor_options"]["num_gpus"] == 0.2
+    assert cfg.options("LightReranker", gpu)["ray_actor_options"]["num_gpus"] == 0.25  # YAML's
+    assert "num_gpus" not in cfg.options("Retriever", gpu)["ray_actor_options"]
+    assert "num_gpus" not in cfg.options("Generator", load_config(env={}).active("cpu"))[
+        "ray_actor_options"]
+    # a Router that uses the Generator's engine (same model), or no LLM, needs no GPU
+    shared = gpu.model_copy(update={"roles": gpu.roles | {
+        "router": gpu.roles["router"].model_copy(update={"model": gpu.roles["generator"].model})}})
+    assert "num_gpus" not in cfg.options("Router", shared)["ray_actor_options"]
+    no_llm = AppConfig.model_validate({"use_llm_router": False})
+    assert "num_gpus" not in no_llm.options("Router", gpu)["ray_actor_options"]
+
+
+def test_batch_actors_reserve_the_pipelines_shares():
+    from serving.batch import actor_gpus
+
+    assert actor_gpus({"profile": "gpu", "config": None}) == 0.85
+    assert actor_gpus({"profile": "gpu", "config": None, "large_rerank": False}) == 0.75
+    assert actor_gpus({"profile": "gpu", "config": None, "use_llm_router": False,
+                       "large_rerank": False}) == 0.55
+    assert actor_gpus({"profile": "cpu", "config": None}) == 0.0

@@ -40,6 +40,7 @@ class IndexSettings:
     embedder_kind: str = "sentence-transformers"  # models.embedders.load_embedder(kind=...)
     embedder_model_id: str = ""
     dim: int = 0
+    normalize: bool = True  # unit vectors (inner product = cosine)
     variant: str = "plain"  # retrieval.ingest.variants: "plain" | "meta" | "llmctx"
     context_model: str = ""  # llmctx: the LLM that wrote the chunk contexts
 
@@ -59,6 +60,14 @@ class Hit:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+class EmbedderMismatchError(ValueError):
+    """The index's vectors were made by another embedder than the one at hand."""
+
+
+def describe_embedder(model_id: str, kind: str, dim: int, normalize: bool) -> str:
+    return f"{model_id} ({kind}, {dim}-d, {'normalised' if normalize else 'unnormalised'})"
 
 
 class UnknownDocumentError(KeyError):
@@ -97,8 +106,14 @@ class Index:
             catalog.put_settings(asdict(settings))
         else:
             have = IndexSettings(**stored)
-            for field in ("chunk_size", "chunk_overlap", "embedder", "dim", "variant",
-                          "context_model"):
+            try:
+                _check_embedder(folder, have, settings.embedder_model_id or settings.embedder,
+                                settings.embedder_kind, settings.dim, settings.normalize)
+            except EmbedderMismatchError:
+                catalog.close()
+                lock.release()
+                raise
+            for field in ("chunk_size", "chunk_overlap", "dim", "variant", "context_model"):
                 if getattr(settings, field) and getattr(settings, field) != getattr(have, field):
                     catalog.close()
                     lock.release()
@@ -182,6 +197,13 @@ class Index:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+    def check_embedder(self, embedder) -> None:
+        """Refuse an embedder other than the one the index's vectors were made with (model,
+        kind, dimension, normalisation), naming both."""
+        _check_embedder(self.folder, self.settings, embedder.model_id,
+                        getattr(embedder, "kind", "sentence-transformers"), embedder.dim,
+                        getattr(embedder, "normalize", True), name=getattr(embedder, "name", ""))
 
     # writing ----------------------------------------------------------------
     def add_document(self, meta, parsed, chunks, vectors, *, source_path: str, sha256: str,
@@ -269,3 +291,19 @@ class Index:
 
     def size_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.folder.iterdir() if p.is_file())
+
+
+def _check_embedder(folder: Path, have: IndexSettings, model_id: str, kind: str, dim: int,
+                    normalize: bool, name: str = "") -> None:
+    # an index from before model ids were recorded is known by its short name ("minilm")
+    built = have.embedder_model_id or have.embedder
+    same_model = model_id in (built, have.embedder) or (name and name == have.embedder)
+    if same_model and kind == have.embedder_kind and (not have.dim or dim == have.dim) \
+            and normalize == have.normalize:
+        return
+    raise EmbedderMismatchError(
+        f"index {folder} was built with the embedder "
+        f"{describe_embedder(built, have.embedder_kind, have.dim, have.normalize)}; this run "
+        f"uses {describe_embedder(model_id, kind, dim, normalize)}. Search it with the "
+        "embedder it was built with (a profile whose embedder role names it, or "
+        "$FINRAG_EMBEDDER_MODEL), or ingest into another --index")
