@@ -52,6 +52,12 @@ def test_summary_counts_routing_only_for_routed_systems(tmp_path):
     ]
     s = summarize(rows, ["hdrr", "cbr"])
     assert s["hdrr"]["routing_accuracy"] == 1.0  # only questions with their filing on disk
+    assert s["hdrr"]["routing_covering"] == 1.0 and s["hdrr"]["routing_precision"] == 1.0
+    two = {"status": "exact", "doc_ids": ["A_2023_10K", "A_2021_10K"], "routed": True}
+    superset = score_row(q1, record("hdrr", [], [], two))
+    assert (superset["routed_exact"], superset["routed_covering"], superset["routed_filings"]) \
+        == (False, True, 2)
+    assert summarize([superset], ["hdrr"])["hdrr"]["routing_precision"] == 0.5
     assert s["hdrr"]["hit5"] == 1.0 and s["hdrr"]["wrong_doc_share_when_routed"] == 0.0
     assert s["hdrr"]["routing_statuses"] == {"exact": 1, "fallback_not_in_corpus": 1}
     assert s["hdrr"]["llm_calls"] == 0.5 and s["hdrr"]["llm_routed_share"] == 0.5

@@ -131,6 +131,11 @@ def score_row(q: Question, a: dict[str, Any]) -> dict[str, Any]:
         "llm_routed": routing.get("llm_called"),
         "routed_exact": (set(routing.get("doc_ids") or []) == {q.doc_name}
                          and bool(routing.get("routed"))) if routing else None,
+        # covering: the gold filing is among those routed; the count of routed filings makes
+        # precision (gold routed / routed) summable over questions
+        "routed_covering": (q.doc_name in (routing.get("doc_ids") or [])
+                            and bool(routing.get("routed"))) if routing else None,
+        "routed_filings": len(routing.get("doc_ids") or []) if routing.get("routed") else 0,
         "hit5": evidence_hit(a, q.doc_name, q.pages, 5) if on_disk and q.pages else None,
         "hit10": evidence_hit(a, q.doc_name, q.pages, 10) if on_disk and q.pages else None,
         "context_hit": context_hit(a, q.doc_name, q.pages) if on_disk and q.pages else None,
@@ -167,6 +172,12 @@ def summarize(rows: list[dict[str, Any]], systems: list[str]) -> dict[str, Any]:
             "routing_accuracy": (len(routed_ok) / len(present)
                                  if system in ROUTED_SYSTEMS and present else None),
             "routed_exact": len(routed_ok) if system in ROUTED_SYSTEMS else None,
+            "routing_covering": (sum(bool(r.get("routed_covering")) for r in present) / len(present)
+                                 if system in ROUTED_SYSTEMS and present else None),
+            "routing_precision": (sum(bool(r.get("routed_covering")) for r in present)
+                                  / sum(r.get("routed_filings", 0) for r in present)
+                                  if system in ROUTED_SYSTEMS
+                                  and sum(r.get("routed_filings", 0) for r in present) else None),
             "routing_accuracy_all": (len(routed_ok) / len(mine)
                                      if system in ROUTED_SYSTEMS and mine else None),
             "routing_statuses": _counts(r["routing_status"] for r in mine
@@ -244,11 +255,12 @@ def format_table(summary: dict[str, Any]) -> str:
     def num(v, fmt="{:7.0f}"):
         return "      -" if v is None else fmt.format(v)
 
-    lines = [f"{'system':11} {'n':>3} {'route':>6} {'hit@5':>6} {'hit@10':>6} {'wrongdoc':>8} "
+    lines = [f"{'system':11} {'n':>3} {'route':>6} {'cover':>6} {'prec':>6} {'hit@5':>6} {'hit@10':>6} {'wrongdoc':>8} "
              f"{'ctx tok':>7} {'calls':>5} {'p50 ms':>8}"]
     for system, s in summary.items():
         total = s["latency_ms"].get("total", {}).get("p50")
         lines.append(f"{system:11} {s['questions']:>3} {pct(s['routing_accuracy'])} "
+                     f"{pct(s.get('routing_covering'))} {pct(s.get('routing_precision'))} "
                      f"{pct(s['hit5'])} {pct(s['hit10'])}   {pct(s['wrong_doc_share'])} "
                      f"{num(s['context_tokens'])} {num(s['llm_calls'], '{:5.2f}')} "
                      f"{num(total, '{:8.0f}')}")

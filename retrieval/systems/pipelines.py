@@ -16,6 +16,7 @@ after the context is assembled (retrieval evaluation).
 
 from __future__ import annotations
 
+import re
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +32,8 @@ from retrieval.store.index import Hit, Index
 SYSTEMS = ("hdrr", "cbr", "sfr", "cbr_meta", "cbr_llmctx", "agentic")
 VARIANT_OF = {"cbr_meta": "meta", "cbr_llmctx": "llmctx"}
 MAX_QUESTION_CHARS = 2000
+MAX_ROUTED_DOCUMENTS = 8  # filings one question may be answered from
+ROUTES_CACHED = 4096  # routings kept per pipeline (the oldest go first)
 
 
 class QuestionError(ValueError):
@@ -44,7 +47,23 @@ def check_question(question: str) -> str:
     if len(question) > MAX_QUESTION_CHARS:
         raise QuestionError(f"question is {len(question)} characters; the limit is "
                             f"{MAX_QUESTION_CHARS}")
+    if _NOT_TEXT.search(question):
+        raise QuestionError("the question holds characters that are not text (a control "
+                            "character or a lone UTF-16 surrogate)")
     return question
+
+
+# control characters other than tab and newlines, and halves of UTF-16 pairs (which cannot
+# be encoded as UTF-8, so no reply could quote them)
+_NOT_TEXT = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+
+
+def _check_fan_out(routing: Routing) -> None:
+    """Each routed filing costs a search and a rerank (a whole read for SFR): bounded."""
+    if len(routing.doc_ids) > MAX_ROUTED_DOCUMENTS:
+        raise QuestionError(f"the question names {len(routing.doc_ids)} filings; at most "
+                            f"{MAX_ROUTED_DOCUMENTS} are read for one question: ask about "
+                            f"fewer companies or periods")
 
 
 def variant_dir(index_dir: str | Path, variant: str) -> Path:
@@ -275,9 +294,12 @@ class Pipeline:
         """Routing for a question, computed once per pipeline (its cost is still charged to
         every answer that uses it)."""
         question = check_question(question)
-        if question not in self._routes:
-            self._routes[question] = self.router.route(question)
-        return self._routes[question]
+        routing = self._routes.get(question)
+        if routing is None:
+            routing = self._routes[question] = self.router.route(question)
+            while len(self._routes) > ROUTES_CACHED:  # the oldest first (dicts keep order)
+                self._routes.pop(next(iter(self._routes)), None)
+        return routing
 
     def _route(self, run: _Run) -> Routing:
         routing = self.route(run.answer.query)
@@ -448,6 +470,7 @@ class Pipeline:
     def _hdrr_documents(self, run: _Run, routing: Routing) -> list[Block]:
         if not routing.routed:
             return self._cbr(run)
+        _check_fan_out(routing)
         extracted = routing.extracted or {}
         fts_extra = " ".join(extracted.get("keywords") or [])
         kept_per_doc = [self._retrieve(run, self.index, run.answer.query, [d], fts_extra)
@@ -567,6 +590,7 @@ class Pipeline:
         routing = self._route(run)
         if not routing.routed:
             return self._cbr(run)
+        _check_fan_out(routing)
         with run.stage("load_document"):
             parts = [p for doc_id in routing.doc_ids for p in self.document_parts(doc_id)]
         run.record("ranked", parts, [None] * len(parts))
