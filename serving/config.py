@@ -49,23 +49,66 @@ class Limits(_Strict):
     # answer requests in progress at once; one more gets 503 + Retry-After at once
     max_in_flight: int = Field(8, ge=1)
     retry_after_s: int | None = Field(None, ge=1)  # None: from recent answer latency
+    # a request body not received in full within this gets 408 (slow bodies hold slots)
+    body_timeout_s: float = Field(10.0, gt=0)
+    # /healthz: how long each deployment may take to answer its probe
+    health_timeout_s: float = Field(5.0, gt=0)
+    # GET /v1/documents: the most documents in one page
+    max_page_size: int = Field(200, ge=1)
 
 
 class Auth(_Strict):
-    """Bearer-token auth for /v1/*: the token itself (tests) or, better, the name of the
-    environment variable that holds it. /healthz and /metrics stay open."""
+    """Bearer-token auth for /v1/*: the token from a file (a mounted secret), the name of the
+    environment variable that holds it, or the token itself (tests). /healthz and /metrics
+    stay open.
+
+    ``required``: refuse to start without a token. None (the default) means required whenever
+    the service listens on anything but loopback (``build_app`` and ``finrag serve`` check)."""
 
     bearer_token: str | None = None
-    bearer_token_env: str | None = None
-    required: bool = False  # refuse to start without a token (any non-loopback listener)
+    bearer_token_env: str | None = "FINRAG_API_TOKEN"
+    bearer_token_file: str | None = None  # default: the file named by $FINRAG_API_TOKEN_FILE
+    required: bool | None = None
 
     def token(self) -> str | None:
         if self.bearer_token:
-            return self.bearer_token
+            return self._checked(self.bearer_token, "auth.bearer_token")
+        path = self.bearer_token_file or os.environ.get("FINRAG_API_TOKEN_FILE")
+        if path:
+            try:
+                value = Path(path).expanduser().read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError) as e:
+                raise ValueError(f"cannot read the bearer token file named by auth."
+                                 f"bearer_token_file / $FINRAG_API_TOKEN_FILE "
+                                 f"({getattr(e, 'strerror', None) or 'not UTF-8 text'})") from None
+            if not value:
+                raise ValueError("the bearer token file is empty")
+            return self._checked(value, "the bearer token file")
         if self.bearer_token_env:
             value = os.environ.get(self.bearer_token_env, "").strip()
-            return value or None
+            return self._checked(value, f"${self.bearer_token_env}") if value else None
         return None
+
+    @staticmethod
+    def _checked(token: str, where: str) -> str:
+        # a header value is printable ASCII; a token that cannot be sent could never match
+        if not token.isascii() or not token.isprintable() or " " in token:
+            raise ValueError(f"{where}: a bearer token must be printable ASCII without spaces")
+        if len(token) < 12:
+            raise ValueError(f"{where}: a bearer token needs at least 12 characters")
+        return token
+
+
+def is_loopback(host: str | None) -> bool:
+    """True for an address only this machine can reach (127.0.0.0/8, ::1, localhost)."""
+    import ipaddress
+
+    if host is None or host == "localhost":  # None: Serve's default, 127.0.0.1
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 class Batching(_Strict):

@@ -4,13 +4,131 @@ Each has the surface of the object it replaces (an embedder's ``encode``, an ind
 ``search``, an engine's ``generate``…), so the Ingress runs the very same ``Pipeline`` code as
 the CLI, with every model call going to the deployment that holds the model. They block on
 ``.result()``, so call them from a worker thread, never from the event loop.
+
+Every call is bounded: inside ``with Budget(deadline_s):`` a call waits at most for the time
+left to that answer, and ``Budget.cancel()`` (the client left, the deadline passed) cancels the
+calls in flight and refuses new ones; outside one (building the pipeline) a call waits at most
+``CALL_TIMEOUT_S``.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from functools import lru_cache
 from typing import Any, Callable
+
+CALL_TIMEOUT_S = 300.0
+
+_current = threading.local()
+
+
+class CallCancelled(Exception):
+    """The answer these calls belonged to was given up (client gone or past its deadline)."""
+
+
+class DeadlineExceeded(TimeoutError):
+    """A deployment did not answer within the time left to the answer."""
+
+
+class Budget:
+    """The time left to one answer and the handle calls it has in flight."""
+
+    def __init__(self, deadline_s: float):
+        self.deadline = time.monotonic() + deadline_s
+        self.cancelled = False
+        self._calls: set = set()
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> "Budget":
+        _current.budget = self
+        return self
+
+    def __exit__(self, *exc) -> None:
+        _current.budget = None
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def cancel(self) -> None:
+        """Give up: calls in flight are cancelled (in a thread of their own, since a handle's
+        ``cancel`` may block until the call is placed) and new ones raise ``CallCancelled``."""
+        with self._lock:
+            self.cancelled = True
+            calls, self._calls = list(self._calls), set()
+        if calls:
+            threading.Thread(target=_cancel_all, args=(calls,), daemon=True).start()
+
+    def track(self, response) -> None:
+        with self._lock:
+            if not self.cancelled:
+                self._calls.add(response)
+                return
+        _cancel_all([response])
+        raise CallCancelled("the answer was cancelled")
+
+    def untrack(self, response) -> None:
+        with self._lock:
+            self._calls.discard(response)
+
+
+def _cancel_all(responses) -> None:
+    for r in responses:
+        try:
+            r.cancel()
+        except Exception:  # already finished or failed: nothing left to cancel
+            pass
+
+
+def wait(response):
+    """The result of a handle call, waiting no longer than the current budget allows."""
+    budget: Budget | None = getattr(_current, "budget", None)
+    if budget is None:
+        try:
+            return response.result(timeout_s=CALL_TIMEOUT_S)
+        except TimeoutError:
+            _cancel_all([response])
+            raise DeadlineExceeded(f"a deployment did not answer within {CALL_TIMEOUT_S:g} s"
+                                   ) from None
+    budget.track(response)
+    try:
+        left = budget.remaining()
+        if left <= 0:
+            raise TimeoutError
+        return response.result(timeout_s=left)
+    except TimeoutError:
+        _cancel_all([response])
+        raise DeadlineExceeded("a deployment did not answer within the answer's deadline"
+                               ) from None
+    except Exception:
+        if budget.cancelled:
+            raise CallCancelled("the answer was cancelled") from None
+        raise
+    finally:
+        budget.untrack(response)
+
+
+def stream(response):
+    """The items of a streaming handle call; cancelled with the current budget."""
+    budget: Budget | None = getattr(_current, "budget", None)
+    if budget is not None:
+        budget.track(response)
+    try:
+        for item in response:
+            if budget is not None and budget.remaining() <= 0:
+                _cancel_all([response])
+                raise DeadlineExceeded("the generator did not finish within the answer's "
+                                       "deadline")
+            yield item
+    except (DeadlineExceeded, CallCancelled):
+        raise
+    except Exception:
+        if budget is not None and budget.cancelled:
+            raise CallCancelled("the answer was cancelled") from None
+        raise
+    finally:
+        if budget is not None:
+            budget.untrack(response)
 
 
 class RemoteEmbedder:
@@ -18,7 +136,7 @@ class RemoteEmbedder:
         self.handle = handle
 
     def encode(self, texts: list[str]):
-        return self.handle.encode.remote(list(texts)).result()
+        return wait(self.handle.encode.remote(list(texts)))
 
 
 class RemoteCatalog:
@@ -26,10 +144,10 @@ class RemoteCatalog:
         self.handle, self.variant = handle, variant
 
     def document(self, doc_id: str):
-        return self.handle.document.remote(doc_id, self.variant).result()
+        return wait(self.handle.document.remote(doc_id, self.variant))
 
     def pages(self, doc_id: str) -> list[tuple[int, str]]:
-        return self.handle.pages.remote(doc_id, self.variant).result()
+        return wait(self.handle.pages.remote(doc_id, self.variant))
 
 
 class RemoteIndex:
@@ -37,14 +155,14 @@ class RemoteIndex:
 
     def __init__(self, handle, variant: str | None = None):
         self.handle, self.variant = handle, variant
-        self.settings = handle.settings.remote(variant).result()
+        self.settings = wait(handle.settings.remote(variant))
         self.catalog = RemoteCatalog(handle, variant)
 
     def search(self, query: str, vector, **kwargs):
-        return self.handle.search.remote(query, vector, variant=self.variant, **kwargs).result()
+        return wait(self.handle.search.remote(query, vector, variant=self.variant, **kwargs))
 
     def documents(self):
-        return self.handle.documents.remote(self.variant).result()
+        return wait(self.handle.documents.remote(self.variant))
 
     def close(self) -> None:  # the Retriever owns the files
         pass
@@ -56,11 +174,11 @@ class RemoteReranker:
 
     def __init__(self, handle):
         self.handle = handle
-        self.model_id, self.name = handle.describe.remote().result()
+        self.model_id, self.name = wait(handle.describe.remote())
         self.last_usage = None
 
     def score(self, query: str, passages: list[str]) -> list[float]:
-        scores, self.last_usage = self.handle.score.remote(query, list(passages)).result()
+        scores, self.last_usage = wait(self.handle.score.remote(query, list(passages)))
         return scores
 
 
@@ -70,21 +188,21 @@ class RemoteLLM:
 
     def __init__(self, handle):
         self.handle = handle
-        self.model_id = handle.model_id.remote().result()
-        tokenizer = handle.tokenizer.remote().result()
+        self.model_id = wait(handle.model_id.remote())
+        tokenizer = wait(handle.tokenizer.remote())
         if tokenizer is not None:
             self._count = lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
         else:
-            self._count = lambda text: self.handle.count_tokens.remote(text).result()
+            self._count = lambda text: wait(self.handle.count_tokens.remote(text))
         self.count_tokens = lru_cache(maxsize=65536)(self._count)
 
     def generate(self, prompts: list, params=None, *, on_text: Callable[[str], None] | None = None):
         if on_text is None:
-            return self.handle.generate.remote(list(prompts), params).result()
+            return wait(self.handle.generate.remote(list(prompts), params))
         if len(prompts) != 1:
             raise ValueError("on_text streams one prompt at a time")
         completion = None
-        for item in self.handle.options(stream=True).stream.remote(prompts[0], params):
+        for item in stream(self.handle.options(stream=True).stream.remote(prompts[0], params)):
             if isinstance(item, str):
                 on_text(item)
             else:
@@ -92,7 +210,7 @@ class RemoteLLM:
         return [completion]
 
     def generate_json(self, prompts: list, schema, params=None):
-        return self.handle.generate_json.remote(list(prompts), schema, params).result()
+        return wait(self.handle.generate_json.remote(list(prompts), schema, params))
 
 
 class RemoteFacts:
@@ -101,10 +219,10 @@ class RemoteFacts:
     class _Store:
         def __init__(self, handle):
             self.handle = handle
-            self.available = handle.facts_available.remote().result()
+            self.available = wait(handle.facts_available.remote())
 
         def company(self, key: str):
-            return self.handle.facts_company.remote(key).result()
+            return wait(self.handle.facts_company.remote(key))
 
     def __init__(self, handle):
         from retrieval.facts.concepts import default_concepts
@@ -114,7 +232,7 @@ class RemoteFacts:
         self.store = self._Store(handle)
 
     def answer(self, query, companies):
-        return self.handle.facts_answer.remote(query, companies).result()
+        return wait(self.handle.facts_answer.remote(query, companies))
 
 
 class RemoteRouter:
@@ -125,13 +243,13 @@ class RemoteRouter:
 
     def route(self, question: str):
         t0 = time.perf_counter()
-        routing = self.handle.route.remote(question).result()
+        routing = wait(self.handle.route.remote(question))
         routing.latency_ms = (time.perf_counter() - t0) * 1000
         return routing
 
     def extract(self, question: str):
-        return self.handle.extract.remote(question).result()
+        return wait(self.handle.extract.remote(question))
 
     @property
     def stats(self) -> dict[str, Any]:
-        return self.handle.stats.remote().result()
+        return wait(self.handle.stats.remote())

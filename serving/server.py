@@ -99,10 +99,14 @@ class Service:
     def start(self, timeout: float = 900.0, progress=print) -> str:
         from ray import serve
 
-        from serving.app import build_app
+        from serving.app import build_app, check_auth
 
+        check_auth(self.cfg, self.host)  # before anything starts: nothing to clean up
         self._started_ray = init_ray(self.address, num_cpus=self.num_cpus, quiet=self.quiet)
-        serve.start(http_options={"host": self.host, "port": self.port},
+        # past request_timeout_s Serve's proxy answers 408 itself: a backstop behind the
+        # Ingress's own deadline, for a request whose handler never returns
+        serve.start(http_options={"host": self.host, "port": self.port,
+                                  "request_timeout_s": self.cfg.limits.deadline_s + 60},
                     logging_config={"log_level": "WARNING" if self.quiet else "INFO"})
         progress(f"starting the finrag app on {self.url} (models load in each deployment)…")
         serve.run(build_app(self.cfg), name="finrag", route_prefix="/", blocking=False)

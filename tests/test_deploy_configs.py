@@ -251,11 +251,16 @@ def test_gpu_profile_exists_and_is_the_vllm_one():
         profile.roles)
 
 
-def test_gpu_yaml_builds_with_gpus_where_models_run():
+def test_gpu_yaml_builds_with_gpus_where_models_run(monkeypatch):
     from serving.app import build_app
 
     cfg = load_serve_file(GPU).app_config()
     assert cfg.large_rerank is True
+    monkeypatch.delenv("FINRAG_API_TOKEN", raising=False)
+    monkeypatch.delenv("FINRAG_API_TOKEN_FILE", raising=False)
+    with pytest.raises(ValueError, match="refusing to start.*FINRAG_API_TOKEN"):
+        build_app(cfg)  # it listens on 0.0.0.0: never without a token
+    monkeypatch.setenv("FINRAG_API_TOKEN", "deploy-test-token")
     built = built_deployments(build_app(cfg))
     assert set(built) == set(DEPLOYMENTS)  # large_rerank: the LargeReranker is deployed too
     assert built["Generator"].ray_actor_options["num_gpus"] > 0
@@ -432,3 +437,57 @@ def test_dockerfile_serves_gpu_yaml_without_weights_inside():
     copied = " ".join(a for i, a in instructions if i in ("COPY", "ADD"))
     assert "deploy/" in copied and ".venv" not in copied
     assert not any(s in copied for s in (".safetensors", ".gguf", "/models"))
+
+
+# --- hardening: unprivileged pods, pinned images, closed ports ------------------------------
+
+def _bytes(quantity: str) -> int:
+    units = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+    for suffix, factor in units.items():
+        if quantity.endswith(suffix):
+            return int(float(quantity[:-2]) * factor)
+    return int(quantity)
+
+
+@pytest.mark.parametrize("group", [g for g, _ in cluster_groups()])
+def test_ray_pods_run_unprivileged_from_a_pinned_image(group):
+    spec = dict(cluster_groups())[group]
+    pod = spec["template"]["spec"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    for c in containers(spec):
+        sc = c["securityContext"]
+        assert sc["allowPrivilegeEscalation"] is False and sc["capabilities"]["drop"] == ["ALL"]
+        assert sc["readOnlyRootFilesystem"] is True
+        assert "/tmp" in {m["mountPath"] for m in c["volumeMounts"]}, "Ray writes to /tmp"
+        name, _, tag = c["image"].rpartition(":")
+        assert name and tag and tag != "latest", c["image"]
+        # a memory-backed /dev/shm counts against the pod's memory: it must fit inside it
+        shm = volumes["dshm"]["emptyDir"]["sizeLimit"]
+        assert _bytes(shm) < _bytes(c["resources"]["limits"]["memory"]), group
+
+
+def test_only_the_serve_port_is_open_beyond_the_ray_pods():
+    policy = k8s_object("NetworkPolicy")["spec"]
+    selected = policy["podSelector"]["matchLabels"]
+    for group, spec in cluster_groups():
+        assert selected.items() <= spec["template"]["metadata"]["labels"].items(), group
+    open_to_all = [p["port"] for rule in policy["ingress"] if "from" not in rule
+                   for p in rule["ports"]]
+    assert open_to_all == [8000]
+    for rule in policy["ingress"]:
+        if "from" in rule and "ports" in rule:  # the operator: dashboard ports only
+            assert {p["port"] for p in rule["ports"]} <= {8265, 52365}
+    cluster = k8s_object("RayService")["spec"]["rayClusterConfig"]
+    assert cluster["authOptions"] == {"mode": "token"}, "Ray's own ports need its token"
+
+
+def test_services_beyond_loopback_require_a_token_and_the_image_is_not_root():
+    for where, serve in serve_configs().items():
+        cfg = ServeFile.model_validate(serve).app_config()
+        host = (serve.get("http_options") or {}).get("host", "0.0.0.0")
+        if host not in LOOPBACK:
+            assert cfg.auth.required is True, where
+    text = DOCKERFILE.read_text()
+    assert "\nUSER ray" in text and ":latest" not in text

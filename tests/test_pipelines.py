@@ -145,10 +145,12 @@ def test_agentic_retries_are_capped(pipe):
     attempts = a.retrieved["agentic"]
     verifier_calls = [c for c in a.usage["calls"] if c["role"] == "verifier"]
     assert 1 <= len(attempts) == len(verifier_calls) <= 1 + pipe.settings.agentic_max_retries
-    # a retry happens only after a failed verification, and each retry is entity-anchored
-    for before, after in zip(attempts, attempts[1:]):
-        assert not before["verified"]
-        assert after["query"].startswith(before["question_company"])
+    # a retry happens only after a failed verification, the attempts stop at a verified one or
+    # at the cap, and each retry is entity-anchored
+    assert [x["verified"] for x in attempts[:-1]] == [False] * (len(attempts) - 1)
+    assert attempts[-1]["verified"] or len(attempts) == 1 + pipe.settings.agentic_max_retries
+    assert [after["query"].startswith(before["question_company"])
+            for before, after in zip(attempts, attempts[1:])] == [True] * (len(attempts) - 1)
 
 
 def test_agentic_without_retries_verifies_once(pipe):

@@ -21,7 +21,7 @@ import yaml
 from serving.server import free_port, get_json
 from tests.conftest import SHARED, need_shared
 
-TOKEN = "test-token"
+TOKEN = "test-token-0123456789"
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -214,26 +214,37 @@ def test_overload_gets_503_with_retry_after_and_nothing_is_lost(served, demo_cor
             assert body["answer"]
 
 
-def test_metrics_count_requests_stages_and_tokens(served):
-    code = urllib.request.urlopen(served["url"] + "/metrics", timeout=30)
-    text = code.read().decode()
+def _metric_samples(url: str) -> dict[str, float]:
+    text = urllib.request.urlopen(url + "/metrics", timeout=30).read().decode()
     samples = {}
     for line in text.splitlines():
         if line and not line.startswith("#"):
             name, value = line.rsplit(" ", 1)
             samples[name] = float(value)
+    return samples
 
-    def total(prefix):
-        return sum(v for k, v in samples.items() if k.startswith(prefix))
 
-    assert total('finrag_requests_total{code="200",endpoint="/v1/answer"}') >= 3
-    assert total('finrag_requests_total{code="503",endpoint="/v1/answer"}') >= 1
-    assert total('finrag_requests_total{code="401"') >= 2
-    assert total('finrag_errors_total{kind="overloaded"}') >= 1
-    assert total('finrag_llm_calls_total{role="generator"}') >= 3
-    assert total('finrag_prompt_tokens_total{role="generator"}') > 0
-    assert total('finrag_stage_latency_seconds_count{stage="route"}') >= 2
-    assert total('finrag_routing_total{status="') >= 2
+def test_metrics_count_requests_stages_and_tokens(served, demo_corpus):
+    """Counted from this test's own requests (before/after), whatever ran before it."""
+    before = _metric_samples(served["url"])
+    q = json.loads(Path(demo_corpus.questions_path).read_text().splitlines()[1])
+    code, _, a = _post(served["url"], {"question": q["question"], "system": "hdrr"})
+    assert code == 200, a
+    for token in (None, "wrong"):
+        assert _post(served["url"], {"question": "x"}, token=token)[0] == 401
+    after = _metric_samples(served["url"])
+
+    def grew(prefix):
+        total = lambda samples: sum(v for k, v in samples.items() if k.startswith(prefix))  # noqa: E731
+        return total(after) - total(before)
+
+    assert grew('finrag_requests_total{code="200",endpoint="/v1/answer"}') == 1
+    assert grew('finrag_requests_total{code="401"') == 2
+    assert grew('finrag_errors_total{kind="unauthorized"}') == 2
+    assert grew('finrag_llm_calls_total{role="generator"}') == a["usage"]["llm_calls"] >= 1
+    assert grew('finrag_prompt_tokens_total{role="generator"}') == a["usage"]["prompt_tokens"]
+    assert grew('finrag_stage_latency_seconds_count{stage="route"}') == 1
+    assert grew('finrag_routing_total{status="') == 1
 
 
 def test_sigterm_shuts_down_cleanly(served):

@@ -1,0 +1,96 @@
+"""Auth by default, without starting Ray: where a token is required, where it comes from (the
+environment, a mounted file), what a token must look like, and `finrag serve` refusing to
+listen beyond loopback without one."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from retrieval.systems.pipelines import MAX_ROUTED_DOCUMENTS, QuestionError, _check_fan_out
+from retrieval.answer import Routing
+from serving.app import _model_name, _no_paths, check_auth
+from serving.config import AppConfig, Auth, is_loopback
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def no_token(monkeypatch):
+    monkeypatch.delenv("FINRAG_API_TOKEN", raising=False)
+    monkeypatch.delenv("FINRAG_API_TOKEN_FILE", raising=False)
+
+
+@pytest.mark.parametrize("host,loopback", [
+    ("127.0.0.1", True), ("127.8.9.1", True), ("::1", True), ("[::1]", True),
+    ("localhost", True), (None, True), ("0.0.0.0", False), ("::", False), ("", False),
+    ("10.0.0.5", False), ("example.com", False)])
+def test_loopback(host, loopback):
+    assert is_loopback(host) is loopback
+
+
+def test_a_token_is_required_beyond_loopback():
+    cfg = AppConfig()
+    check_auth(cfg, "127.0.0.1")  # no token, loopback: allowed
+    for host in ("0.0.0.0", "10.1.2.3", "::"):
+        with pytest.raises(ValueError, match=f"refusing to start: listening on {host}"):
+            check_auth(cfg, host)
+    required = AppConfig(auth=Auth(required=True))
+    with pytest.raises(ValueError, match="FINRAG_API_TOKEN"):
+        check_auth(required, "127.0.0.1")
+    check_auth(AppConfig(auth=Auth(required=False)), "0.0.0.0")  # said so explicitly
+
+
+def test_the_token_from_the_environment_and_from_a_file(monkeypatch, tmp_path):
+    monkeypatch.setenv("FINRAG_API_TOKEN", "  env-token-123456 \n")
+    assert Auth().token() == "env-token-123456"
+    check_auth(AppConfig(), "0.0.0.0")
+    secret = tmp_path / "token"
+    secret.write_text("file-token-abcdef\n")
+    monkeypatch.setenv("FINRAG_API_TOKEN_FILE", str(secret))
+    assert Auth().token() == "file-token-abcdef"  # a mounted secret wins over the variable
+    assert Auth(bearer_token_file=str(secret)).token() == "file-token-abcdef"
+    secret.write_text("")
+    with pytest.raises(ValueError, match="empty"):
+        Auth().token()
+    monkeypatch.setenv("FINRAG_API_TOKEN_FILE", str(tmp_path / "missing"))
+    with pytest.raises(ValueError, match="cannot read the bearer token file"):
+        Auth().token()
+
+
+@pytest.mark.parametrize("token", ["short", "tökén-with-umlauts", "has a space inside",
+                                   "tab\there-123456"])
+def test_a_token_that_no_client_could_send_is_refused(monkeypatch, token):
+    monkeypatch.setenv("FINRAG_API_TOKEN", token)
+    with pytest.raises(ValueError, match="bearer token"):
+        Auth().token()
+
+
+def test_finrag_serve_on_all_interfaces_without_a_token_refuses_before_starting():
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("FINRAG_API_TOKEN", "FINRAG_API_TOKEN_FILE")}
+    result = subprocess.run([sys.executable, "-m", "serving.cli", "serve", "--host", "0.0.0.0",
+                             "--port", "1"], cwd=ROOT, env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert "refusing to start: listening on 0.0.0.0" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_replies_name_no_local_folder_or_path():
+    assert _model_name("BAAI/bge-m3") == "BAAI/bge-m3"
+    assert _model_name("/home/alice/models/qwen2.5-0.5b/") == "qwen2.5-0.5b"
+    assert _model_name("~/weights/minilm") == "minilm"
+    text = _no_paths("cannot open /srv/finrag/index-meta/catalog.sqlite: build it with "
+                     "`finrag ingest PATHS --variant meta` (see ./docs/x.md)")
+    assert "/srv" not in text and "./docs" not in text and "--variant meta" in text
+
+
+def test_a_question_routed_to_too_many_filings_is_refused():
+    _check_fan_out(Routing("exact", doc_ids=[f"D{i}" for i in range(MAX_ROUTED_DOCUMENTS)]))
+    with pytest.raises(QuestionError, match=f"at most {MAX_ROUTED_DOCUMENTS}"):
+        _check_fan_out(Routing("exact", doc_ids=[f"D{i}" for i in range(MAX_ROUTED_DOCUMENTS + 1)]))
