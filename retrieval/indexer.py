@@ -168,9 +168,9 @@ def _check_identity(path: Path, meta: DocumentMeta, parsed: ParsedDocument,
     hints = parsed.hints
     own = companies.by_name(meta.company) or (meta.ticker and companies.by_ticker(meta.ticker))
     claims = []
-    if cik := str(hints.get("cik") or "").strip():
-        claims.append((next((c for c in companies.all() if cik.isdigit() and c.cik == cik.zfill(10)),
-                            None), f"dei:EntityCentralIndexKey {cik}"))
+    if (cik := str(hints.get("cik") or "").strip()).isdigit():
+        by_cik = next((c for c in companies.all() if c.cik == cik.zfill(10)), None)
+        claims.append((by_cik, f"dei:EntityCentralIndexKey {cik}"))
     if ticker := hints.get("ticker"):
         claims.append((companies.by_ticker(ticker), f"dei:TradingSymbol {ticker}"))
     if name := hints.get("company"):
