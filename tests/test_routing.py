@@ -366,6 +366,13 @@ def test_event_date_goes_to_the_8k_filed_within_four_business_days(resolver):
     assert "JOHNSON_JOHNSON_2023_8K_dated-2023-08-30" not in r.doc_ids
     r = route(resolver, "What did JnJ's 8-K report about events of August 31, 2023?")  # after filing
     assert r.status == "fallback_not_in_corpus" and "4 business days after 2023-08-31" in r.detail
+    # an earnings release with a known date is matched by it too
+    docs = [rec("PG_E_2023_EARNINGS_dated-2023-05-04", "PG&E", "earnings", 2023, 1, "2023-05-04"),
+            rec("PG_E_2022_10K", "PG&E", "10-K", 2022)]
+    r = Resolver(docs, CompanyTable.load()).resolve("What did PG&E's press release of May 4, 2023 say?")
+    assert r.doc_ids == ["PG_E_2023_EARNINGS_dated-2023-05-04"] and "0 business days" in r.detail
+    r = Resolver(docs, CompanyTable.load()).resolve("What did PG&E announce on May 2, 2023?")
+    assert r.doc_ids == ["PG_E_2023_EARNINGS_dated-2023-05-04"] and "2 business days" in r.detail
 
 
 def test_intent_cues_choose_the_filing_type(resolver):
