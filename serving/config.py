@@ -52,7 +52,7 @@ class Limits(_Strict):
     # a request body not received in full within this gets 408 (slow bodies hold slots)
     body_timeout_s: float = Field(10.0, gt=0)
     # /healthz: how long each deployment may take to answer its probe
-    health_timeout_s: float = Field(5.0, gt=0)
+    health_timeout_s: float = Field(10.0, gt=0)
     # GET /v1/documents: the most documents in one page
     max_page_size: int = Field(200, ge=1)
 

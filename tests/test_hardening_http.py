@@ -1,0 +1,284 @@
+"""The served app under hostile requests: malformed bodies, auth variants, unicode, FTS
+operators, path-like questions, streams closed early, bursts, slow bodies. No request may get a
+500, no reply may carry a traceback, a path or the token, and the service answers afterwards.
+
+Retrieval-only questions (``generate: false``) keep the load on 2 cores small."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import socket
+import threading
+import time
+import urllib.request
+
+import pytest
+
+from serving.server import get_json
+from tests.served_app import serve_app
+
+TOKEN = "hardening-token-7f3a9c"
+BODY_TIMEOUT_S = 2.0
+RETRY_AFTER_S = 3
+
+
+@pytest.fixture(scope="module")
+def served(demo_index, tmp_path_factory):
+    work = tmp_path_factory.mktemp("hardening")
+    shutil.copytree(demo_index, work / "index")
+    with serve_app(work, work / "index", token=TOKEN,
+                   limits={"max_in_flight": 1, "deadline_s": 120, "retry_after_s": RETRY_AFTER_S,
+                           "body_timeout_s": BODY_TIMEOUT_S}) as app:
+        host, port = app["url"].removeprefix("http://").split(":")
+        app["addr"] = (host, int(port))
+        yield app
+
+
+def raw_request(addr, head: bytes, body: bytes = b"", *, read: bool = True,
+                timeout: float = 300) -> tuple[int, dict, bytes]:
+    """One HTTP/1.1 request written byte for byte: (status, headers, body)."""
+    with socket.create_connection(addr, timeout=timeout) as s:
+        s.sendall(head + b"\r\n" + body)
+        data = b""
+        while read:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    head_part, _, rest = data.partition(b"\r\n\r\n")
+    lines = head_part.decode("latin-1").split("\r\n")
+    status = int(lines[0].split()[1])
+    headers = {k.lower(): v.strip() for k, _, v in (x.partition(":") for x in lines[1:])}
+    return status, headers, rest
+
+
+def post(addr, body: bytes, *, auth: bytes | None = b"Bearer " + TOKEN.encode(),
+         content_type: bytes = b"application/json", extra: bytes = b"") -> tuple[int, dict, bytes]:
+    head = (b"POST /v1/answer HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            b"Content-Type: " + content_type + b"\r\n"
+            + (b"Authorization: " + auth + b"\r\n" if auth is not None else b"")
+            + b"Content-Length: " + str(len(body)).encode() + b"\r\n" + extra)
+    return raw_request(addr, head, body)
+
+
+LEAKS = re.compile(r"Traceback|File \"|/work/|/home/|/tmp/|site-packages|Error:|Exception|"
+                   + re.escape(TOKEN))
+
+
+def assert_clean_4xx(status: int, body: bytes) -> dict:
+    assert 400 <= status < 500, (status, body[:500])
+    text = body.decode("utf-8")  # always valid UTF-8
+    assert not LEAKS.search(text), text[:500]
+    reply = json.loads(text)
+    assert reply.get("error") or reply.get("detail"), reply
+    return reply
+
+
+MALFORMED = [
+    b"", b"null", b"[]", b"42", b'"question"', b"{", b"{not json", b'{"question": 5}',
+    b'{"question": null}', b'{"question": ["a"]}', b'{"question": {"$ne": 1}}',
+    b'{"question": "revenue?", "system": null}', b'{"question": "revenue?", "generate": "maybe"}',
+    b'{"question": "revenue?", "stream": 2}', b'{"question": "\xff\xfe bytes"}',
+    b'{"question": "\\ud800"}', b'{"question": "a\\udfffb"}', b'{"question": "\\u0000"}',
+    b'{"\\ud800": 1, "question": "x"}', b'{"question": "x", "question": "y", "k\\udc80": 1}',
+    b'{"question": NaN}', b'{"question": 1e999}', b"[" * 50_000 + b"]" * 50_000,
+    b'{"question": ' + b"[" * 5_000 + b"]" * 5_000 + b"}",
+    b"\x00" * 64,
+]
+
+
+@pytest.mark.parametrize("body", MALFORMED, ids=range(len(MALFORMED)))
+def test_a_malformed_body_gets_a_clean_4xx(served, body):
+    status, _, reply = post(served["addr"], body)
+    assert_clean_4xx(status, reply)
+
+
+def test_content_type_length_and_method_abuse(served):
+    addr = served["addr"]
+    assert_clean_4xx(*post(addr, b'{"question": "x"}', content_type=b"text/plain")[::2])
+    assert_clean_4xx(*post(addr, b"question=x", content_type=b"application/x-www-form-urlencoded"
+                           )[::2])
+    auth = b"Authorization: Bearer " + TOKEN.encode() + b"\r\n"
+    base = b"POST /v1/answer HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + auth
+    for head, body in [
+        (base + b"Content-Length: -1\r\n", b""),
+        (base + b"Content-Length: 1e3\r\n", b""),
+        (base + b"Content-Length: 99999999999999999999\r\n", b""),
+        (base + b"Transfer-Encoding: chunked\r\n", b"5\r\nhello\r\n0\r\n\r\n"),
+    ]:
+        status, _, reply = raw_request(addr, head, body)
+        assert 400 <= status < 500, (head, status, reply[:300])
+    for method in (b"PUT", b"DELETE", b"PATCH", b"OPTIONS"):
+        status, _, _ = raw_request(addr, method + b" /v1/answer HTTP/1.1\r\nHost: x\r\n"
+                                   b"Connection: close\r\n" + auth + b"Content-Length: 0\r\n")
+        assert 400 <= status < 500, method
+
+
+AUTH = [None, b"", b"Bearer", b"Bearer ", b"Basic " + TOKEN.encode(), b"Token " + TOKEN.encode(),
+        b"Bearer wrong", b"Bearer " + TOKEN.encode()[:-1], b"Bearer " + TOKEN.encode() + b"x",
+        "Bearer tökén".encode("latin-1"), b"Bearer \xff\xfe\xfd", "Bearer ∂".encode(),
+        b"Bearer " + b"A" * 8000]
+
+
+@pytest.mark.parametrize("auth", AUTH, ids=range(len(AUTH)))
+def test_every_wrong_bearer_gets_401(served, auth):
+    status, headers, reply = post(served["addr"], b'{"question": "revenue?"}', auth=auth)
+    assert status == 401, reply[:300]
+    assert headers.get("www-authenticate") == "Bearer"
+    assert_clean_4xx(status, reply)
+
+
+def test_auth_comes_before_the_body(served):
+    """A stranger announcing a body and never sending it is refused at once: it cannot hold
+    one of the Ingress's slots."""
+    t0 = time.monotonic()
+    status, _, _ = raw_request(served["addr"], b"POST /v1/answer HTTP/1.1\r\nHost: x\r\n"
+                               b"Connection: close\r\nContent-Type: application/json\r\n"
+                               b"Content-Length: 1000\r\n", b'{"question": "')
+    assert status == 401 and time.monotonic() - t0 < BODY_TIMEOUT_S
+
+
+QUESTIONS = ['revenue" OR "*', "NEAR(revenue profit, 2)", "revenue AND NOT profit*",
+             "^revenue", "../../../../etc/passwd", "C:\\Windows\\system32\\config",
+             "file:///etc/shadow what revenue", "SELECT * FROM documents; --",
+             "'; DROP TABLE chunks; --", "{{7*7}} ${jndi:ldap://x}", "‮revenue‬ 💰🧾",
+             "收入是多少？", "ﷺ" * 200, "a" * 2000, "\t\n revenue \n"]
+
+
+@pytest.mark.parametrize("question", QUESTIONS, ids=range(len(QUESTIONS)))
+def test_odd_questions_are_searched_as_plain_words(served, question):
+    body = json.dumps({"question": question, "generate": False}).encode()
+    status, _, reply = post(served["addr"], body)
+    assert status == 200, reply[:500]
+    answer = json.loads(reply)
+    assert answer["system"] == "hdrr" and answer["query"] == question.strip()
+    assert answer["model_ids"] and not any(m.startswith(("/", "~", "."))
+                                           for m in answer["model_ids"].values())
+
+
+def test_control_characters_and_surrogates_get_422(served):
+    for question in ("revenue\x00?", "revenue\x1b[31m", "a\ud800"):
+        body = json.dumps({"question": question}).encode()  # ASCII escapes: valid JSON
+        status, _, reply = post(served["addr"], body)
+        assert status == 422, reply[:300]
+        assert "not text" in assert_clean_4xx(status, reply)["error"]
+
+
+def test_a_question_naming_no_company_searches_the_whole_corpus(served):
+    body = json.dumps({"question": "Which company wrote down the most inventory?",
+                       "generate": False}).encode()
+    status, _, reply = post(served["addr"], body)
+    assert status == 200, reply[:300]
+    answer = json.loads(reply)
+    assert answer["routing"]["status"].startswith("fallback")
+    assert len({hit["doc_id"] for hit in answer["retrieved"]["fused"]}) > 1
+
+
+def test_a_system_whose_index_variant_is_not_served_gets_400_without_a_path(served):
+    body = json.dumps({"question": "What was the revenue?", "system": "cbr_meta",
+                       "generate": False}).encode()
+    status, _, reply = post(served["addr"], body)
+    assert status == 400 and "'meta' index variant" in assert_clean_4xx(status, reply)["error"]
+
+
+def test_documents_are_paginated_without_paths_or_hashes(served):
+    url = served["url"] + "/v1/documents"
+    code, page = get_json(url + "?limit=5", token=TOKEN)
+    assert code == 200 and page["count"] == 14 and len(page["documents"]) == 5
+    assert page["next_offset"] == 5
+    assert not {"source_path", "sha256"} & set(page["documents"][0])
+    code, rest = get_json(url + "?offset=10&limit=100", token=TOKEN)
+    assert code == 200 and len(rest["documents"]) == 4 and rest["next_offset"] is None
+    for bad in ("?limit=0", "?offset=-1", "?limit=abc", "?limit=" + "9" * 40):
+        code, reply = get_json(url + bad, token=TOKEN)
+        assert code == 422, (bad, reply)
+
+
+def test_slow_bodies_get_408_and_do_not_starve_the_service(served):
+    """More unfinished bodies than the Ingress has slots: each gets 408 within the body
+    timeout, and the service answers normally afterwards."""
+    head = (b"POST /v1/answer HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            b"Authorization: Bearer " + TOKEN.encode() + b"\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 100\r\n")
+    results: list = []
+
+    def slow():
+        t0 = time.monotonic()
+        try:
+            status, _, _ = raw_request(served["addr"], head, b'{"question": "re',
+                                       timeout=BODY_TIMEOUT_S + 60)
+        except OSError as e:  # Serve's own bounded queue may close a connection: not a 5xx
+            status = type(e).__name__
+        results.append((status, time.monotonic() - t0))
+
+    threads = [threading.Thread(target=slow) for _ in range(24)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert len(results) == 24
+    statuses = [s for s, _ in results]
+    assert statuses.count(408) >= 10, statuses
+    assert all(s in (408, 503) or isinstance(s, str) for s in statuses), statuses
+    assert max(t for _, t in results) < BODY_TIMEOUT_S + 45
+    assert get_json(served["url"] + "/healthz", timeout=30)[0] == 200
+
+
+def test_a_stream_closed_early_frees_its_slot(served):
+    body = json.dumps({"question": "What was the revenue?", "stream": True}).encode()
+    with socket.create_connection(served["addr"], timeout=60) as s:
+        s.sendall(b"POST /v1/answer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Authorization: Bearer " + TOKEN.encode() + b"\r\n"
+                  b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        assert s.recv(64).startswith(b"HTTP/1.1 200")
+    deadline = time.monotonic() + 150  # the answer is given up or ends; the slot comes back
+    while True:
+        code, health = get_json(served["url"] + "/healthz", timeout=30)
+        if code == 200 and health["answers_in_flight"] == 0:
+            break
+        assert time.monotonic() < deadline, health
+        time.sleep(1)
+    status, _, reply = post(served["addr"], json.dumps({"question": "revenue?",
+                                                        "generate": False}).encode())
+    assert status == 200, reply[:300]
+
+
+def test_a_burst_gets_503_with_retry_after_and_every_request_a_reply(served):
+    body = json.dumps({"question": "What was the revenue?", "generate": False}).encode()
+    replies: list = []
+    start = threading.Barrier(8)
+
+    def ask():
+        start.wait()
+        replies.append(post(served["addr"], body))
+
+    threads = [threading.Thread(target=ask) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    assert len(replies) == 8
+    codes = sorted(r[0] for r in replies)
+    assert set(codes) <= {200, 503} and 200 in codes and 503 in codes, codes
+    for status, headers, reply in replies:
+        if status == 503:
+            assert headers["retry-after"] == str(RETRY_AFTER_S)
+            assert not LEAKS.search(reply.decode())
+
+
+def test_health_is_clean_and_no_request_got_a_500(served):
+    code, health = get_json(served["url"] + "/healthz", timeout=30)
+    assert code == 200 and health["status"] == "ok"
+    text = urllib.request.urlopen(served["url"] + "/metrics", timeout=30).read().decode()
+    counts = {}
+    for line in text.splitlines():
+        m = re.match(r'finrag_requests_total\{code="(\d+)",endpoint="([^"]+)"\} (\S+)', line)
+        if m:
+            counts[(m[1], m[2])] = counts.get((m[1], m[2]), 0) + float(m[3])
+    assert sum(v for (c, _), v in counts.items() if c.startswith("4")) >= 10, counts
+    fives = {k: v for k, v in counts.items() if k[0].startswith("5") and k[0] != "503"}
+    assert not fives, fives
+    log = served["log"].read_text()
+    assert TOKEN not in log
