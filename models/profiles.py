@@ -22,8 +22,8 @@ PACKAGED_PROFILES = Path(__file__).with_name("profiles.yaml")
 
 class RoleSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["sentence-transformers", "flag-embedding", "maxsim", "cross-encoder",
-                  "llm-scorer", "llm"]
+    kind: Literal["sentence-transformers", "flag-embedding", "maxsim", "bi-encoder",
+                  "cross-encoder", "llm-scorer", "llm"]
     model: str
     # auto: CUDA when torch sees a device, else the CPU (models.devices.resolve_device)
     device: str = Field("auto", pattern=DEVICE_PATTERN)
@@ -68,6 +68,7 @@ class PipelineSettings(BaseModel):
     k_reciprocal: bool = False  # PRISM k-reciprocal refinement of the light stage's ranking
     k_reciprocal_k1: int = 10  # neighbourhood size for the k-reciprocal sets
     k_reciprocal_lambda: float = 0.5  # weight of the stage's own score against Jaccard
+    table_records: int = 0  # a routed filing's best N tables join its candidates as JSON rows
 
 
 class Profile(BaseModel):
@@ -252,6 +253,8 @@ def load_reranker(profile: Profile, role: str, *, embedder=None, engine=None):
     spec = profile.role(role)
     if spec.kind == "maxsim":
         return rerankers.MaxSimReranker(embedder or load_profile_embedder(profile, role))
+    if spec.kind == "bi-encoder":
+        return rerankers.BiEncoderReranker(embedder or load_profile_embedder(profile, role))
     if spec.kind == "llm-scorer":
         return rerankers.LLMRelevanceScorer(engine or load_llm(profile, role), model_id=spec.model)
     if spec.kind == "cross-encoder":

@@ -85,6 +85,47 @@ class MaxSimReranker:
         return scores
 
 
+class BiEncoderReranker:
+    """Cosine between an embedder's pooled vectors of the query and of each passage.
+
+    A passage longer than the model reads (``max_seq_length`` word pieces) is cut into
+    overlapping windows of about that many characters × 4, and scores as its best window, so
+    the whole passage counts rather than its first few hundred words. With a larger embedder
+    than the index's (all-mpnet-base-v2 over MiniLM) this is a CPU large stage.
+    """
+
+    name = "bi-encoder"
+
+    def __init__(self, embedder, *, window_chars: int | None = None, overlap: float = 0.25):
+        self.embedder = embedder
+        self.model_id = getattr(embedder, "model_id", None) or type(embedder).__name__
+        seq = getattr(embedder, "max_seq_length", None) or 256
+        self.window_chars = window_chars or int(seq * 4 * 0.9)  # ~4 characters a word piece
+        self.overlap = overlap
+
+    def _windows(self, text: str) -> list[str]:
+        if len(text) <= self.window_chars:
+            return [text]
+        step = max(1, int(self.window_chars * (1 - self.overlap)))
+        last = len(text) - self.window_chars  # the final window ends at the text's end
+        return [text[i:i + self.window_chars] for i in range(0, last, step)] + [text[last:]]
+
+    def score(self, query: str, passages: list[str]) -> list[float]:
+        if not passages:
+            return []
+        owner: list[int] = []
+        pieces: list[str] = []
+        for n, p in enumerate(passages):
+            for w in self._windows(p):
+                owner.append(n)
+                pieces.append(w)
+        q, *vecs = self.embedder.encode([query, *pieces])
+        scores = [-1.0] * len(passages)
+        for n, v in zip(owner, vecs):
+            scores[n] = max(scores[n], float(v @ q))
+        return scores
+
+
 # ------------------------------------------------------------------------------------------
 # large stage: LLM yes/no relevance
 

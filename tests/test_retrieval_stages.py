@@ -7,6 +7,7 @@ import pytest
 from models.rerankers import Cascade
 from retrieval.store.neighbours import k_reciprocal_scores
 from retrieval.store.query import normalize_query, weighted_fts_query
+from retrieval.store.tables import TableSearch, table_json
 from retrieval.systems.evaluation import first_hit_rank, ndcg_at_k
 
 
@@ -137,6 +138,49 @@ def test_first_hit_rank_and_ndcg():
     assert ndcg_at_k(_answer([("G", 10, 10)]), "G", [10]) == 1.0
 
 
+# tables as records ------------------------------------------------------------------------
+def test_table_json_names_columns_units_periods_and_rows():
+    import json
+
+    text = table_json(7, ["label", "2023 (in millions)", "2022 (in millions)"],
+                      [{"label": "Net income", "2023 (in millions)": "$1,200",
+                        "2022 (in millions)": "$950"}, {"label": "Operating activities"}])
+    record = json.loads(text)
+    assert record["page"] == 7 and record["columns"] == ["2023 (in millions)", "2022 (in millions)"]
+    assert record["units"] == ["in millions"] and record["periods"] == ["2022", "2023"]
+    assert record["rows"] == [["Net income", "$1,200", "$950"], ["Operating activities"]]
+
+
+def test_table_search_finds_the_statement_that_holds_the_line_item(demo_index):
+    from retrieval.store.index import Index
+
+    with Index.open(demo_index) as index:
+        doc = index.documents()[0].doc_id
+        search = TableSearch(index.catalog)
+        found = search.search("net income and diluted earnings per share", doc, 3)
+        assert found and all(rec.id < 0 and rec.doc_id == doc for rec, _ in found)
+        best = found[0][0]
+        assert "net income" in best.text.lower()
+        assert [s for _, s in found] == sorted((s for _, s in found), reverse=True)
+        assert search.search("the of and", doc, 3) == []
+        assert search.search("net income", doc, 0) == []
+
+
+# the large stage's scorer -----------------------------------------------------------------
+def test_bi_encoder_reads_the_whole_passage_in_windows(embedder):
+    from models.rerankers import BiEncoderReranker
+
+    scorer = BiEncoderReranker(embedder)
+    filler = "The board met in the spring and discussed office furniture at length. " * 30
+    late = filler + "Net income for fiscal 2023 was $1.2 billion, up from $950 million."
+    assert len(late) > 2 * scorer.window_chars
+    windows = scorer._windows(late)
+    assert len(windows) > 2 and windows[-1].endswith("$950 million.")
+    on_late, none = scorer.score("What was net income in fiscal 2023?", [late, filler])
+    assert on_late > none + 0.1
+    assert scorer.score("q", []) == []
+
+
 # the pipeline with every stage on -------------------------------------------------------
 def test_pipeline_runs_every_stage_when_the_profile_turns_it_on(demo_index):
     from retrieval.systems.pipelines import Pipeline
@@ -146,7 +190,8 @@ def test_pipeline_runs_every_stage_when_the_profile_turns_it_on(demo_index):
         q = "What was Lumenfield Software's net income in FY2023?"
         off = pipe.answer(q, "hdrr", generate=False)
         settings = pipe.settings.model_copy(update={
-            "normalize_query": True, "fts_weighted": True, "k_reciprocal": True})
+            "normalize_query": True, "fts_weighted": True, "k_reciprocal": True,
+            "table_records": 4})
         on_pipe = Pipeline(pipe.index, pipe.embedder,
                            pipe.profile.model_copy(update={"pipeline": settings}),
                            light=pipe.light, use_llm_router=False)
@@ -155,5 +200,10 @@ def test_pipeline_runs_every_stage_when_the_profile_turns_it_on(demo_index):
         assert on.retrieved["refine"] and len(on.retrieved["refine"]) == len(on.retrieved["light"])
         assert {r["doc_id"] for r in on.retrieved["ranked"]} == {"LUMENFIELD_2023_10K"}
         assert on.retrieved["kept"]
+        # table records joined the candidates (negative ids), were refined with the chunks
+        assert on.retrieved["tables"] and all(r["chunk_id"] < 0 for r in on.retrieved["tables"])
+        tables = {r["chunk_id"] for r in on.retrieved["tables"]}
+        assert tables <= {r["chunk_id"] for r in on.retrieved["refine"]}
+        assert "search_tables" in on.timings_ms
     finally:
         pipe.close()

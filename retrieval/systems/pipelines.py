@@ -127,6 +127,7 @@ class _Run:
         self.done = False  # answered without the generator (the facts route)
         self.preface = ""  # said before the generated text (what the facts do not hold)
         self.query_vector = None  # the last search's query embedding (k-reciprocal refinement)
+        self.table_texts: dict[int, str] = {}  # table records among the candidates, by id
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -174,16 +175,22 @@ class Pipeline:
         self._engines: dict[str, Any] = dict(engines or {})
         self.companies = companies
         self.use_llm_router = use_llm_router
-        if meter is None:
-            from models.energy import select_meter
+        if meter is None:  # the counters of the devices this pipeline's models run on
+            from models.devices import DeviceError, resolve_device
+            from models.energy import meter_for
 
-            meter = select_meter()
+            try:
+                devices = [resolve_device(s.device, role=r) for r, s in profile.roles.items()]
+            except DeviceError:
+                devices = []  # a role's device is missing: loading it says so
+            meter = meter_for(devices)
         self.meter = meter
         stages = dict(light=light, large=large if self.settings.large_rerank else None)
         self.cascade = Cascade(**stages, **profile.cascade.model_dump()) if light or large else None
         self._router = router  # built on first use unless given (serving passes a remote one)
         self._facts_answerer = facts  # likewise: the index's facts answerer
         self._routes: dict[str, Routing] = {}
+        self._table_searches: dict[int, Any] = {}  # per index: its tables as records
 
     # construction ---------------------------------------------------------------------
     @classmethod
@@ -218,7 +225,9 @@ class Pipeline:
         pipe = cls(index, embedder, prof, variants=variants, light=light, meter=None,
                    companies=companies, use_llm_router=use_llm_router)
         if prof.pipeline.large_rerank:
-            pipe.large = load_reranker(prof, "large_reranker", engine=pipe.engine("large_reranker"))
+            llm = prof.role("large_reranker").kind == "llm-scorer"
+            pipe.large = load_reranker(prof, "large_reranker",
+                                       engine=pipe.engine("large_reranker") if llm else None)
             pipe.cascade.large = pipe.large
         return pipe
 
@@ -268,7 +277,8 @@ class Pipeline:
         """Several questions through ``system``: retrieval one by one, then every answer that
         needs one generation call in one batch of the generator (throughput for batch
         scoring). A shared call's time is each answer's ``generate`` time, and its energy is
-        split evenly among the answers it served (the energy scope says so)."""
+        split among the answers it served by their share of its tokens (the energy scope says
+        so)."""
         questions = [check_question(q) for q in questions]
         if system not in SYSTEMS:
             raise ValueError(f"unknown system {system!r}; choose from {', '.join(SYSTEMS)}")
@@ -321,6 +331,29 @@ class Pipeline:
         run.record("fused", hits)
         return hits
 
+    def _with_tables(self, run: _Run, index: Index, query: str, doc_ids: list[str],
+                     hits: list[Hit]) -> list[Hit]:
+        """The filings' best table records (JSON rows) fused into the candidates by RRF."""
+        from retrieval.store.fusion import rrf
+        from retrieval.store.tables import TableSearch
+
+        search = self._table_searches.setdefault(id(index), TableSearch(index.catalog))
+        with run.stage("search_tables"):
+            found = [t for d in doc_ids for t in search.search(query, d,
+                                                               self.settings.table_records)]
+        tables = {rec.id: Hit(rec.id, rec.doc_id, rec.page, rec.page, score, 0, rec.text)
+                  for rec, score in found}
+        run.table_texts.update({i: h.text for i, h in tables.items()})
+        by_id = {h.chunk_id: h for h in hits} | tables
+        fused = rrf([[h.chunk_id for h in hits], list(tables)], k=self.settings.rrf_k)
+        out = []
+        for rank, (cid, score) in enumerate(fused, start=1):
+            h = by_id[cid]
+            h.rank, h.score = rank, score
+            out.append(h)
+        run.record("tables", list(tables.values()))
+        return out
+
     def _refiner(self, run: _Run, index: Index):
         """The k-reciprocal refinement of the light stage (None when the profile has it off)."""
         s = self.settings
@@ -331,6 +364,13 @@ class Pipeline:
         def refine(ids: list, scores: list[float]) -> list[float]:
             got, vecs = index.catalog.vectors(ids, dim=index.settings.dim)
             row = {int(i): n for n, i in enumerate(got)}
+            missing = [i for i in ids if int(i) not in row]  # table records: embedded now
+            if missing:
+                import numpy as np
+
+                extra = self.embedder.encode([run.table_texts[i] for i in missing])
+                vecs = np.vstack([vecs, extra]) if len(vecs) else extra
+                row |= {int(i): len(got) + n for n, i in enumerate(missing)}
             return k_reciprocal_scores(run.query_vector, vecs[[row[int(i)] for i in ids]],
                                        scores, k1=s.k_reciprocal_k1, lam=s.k_reciprocal_lambda)
         return refine
@@ -366,6 +406,8 @@ class Pipeline:
 
             query = normalize_query(query)
         hits = self._search(run, index, query, doc_ids, fts_extra)
+        if self.settings.table_records and doc_ids:
+            hits = self._with_tables(run, index, f"{query} {fts_extra}", doc_ids, hits)
         ranked, kept = self._rerank(run, query, hits, self._refiner(run, index))
         run.record("ranked", ranked, [None] * len(ranked))
         run.record("kept", kept, [None] * len(kept))
@@ -415,9 +457,11 @@ class Pipeline:
                                               on_text=_lstripped(on_text) if preface else on_text)
             else:
                 completions = engine.generate(prompts, params)
-        for (run, blocks, readings), completion in zip(batch, completions):
+        # a shared batch's energy is charged by each answer's share of its tokens
+        tokens = [c.prompt_tokens + c.completion_tokens for c in completions]
+        for (run, blocks, readings), completion, n in zip(batch, completions, tokens):
             run.add_time("generate", m.reading.seconds * 1000)
-            readings.append((m.reading, len(batch)))
+            readings.append((m.reading, n / sum(tokens) if len(batch) > 1 and sum(tokens) else 1))
             run.call("generator", engine.model_id, completion)
             run.answer.answer = completion.text.strip()
             run.answer.citations = cite(run.answer.answer, blocks)
@@ -694,14 +738,13 @@ def _interleave_by_doc(retrieved: dict, stages: tuple[str, ...]) -> None:
         retrieved[stage] = merged
 
 
-def _energy(readings: list[tuple[Any, int]]) -> dict[str, Any]:
-    """One answer's energy from its measured windows; ``(reading, n)`` is a window shared by
-    ``n`` answers (a batched generation), of which this answer is charged 1/n."""
+def _energy(readings: list[tuple[Any, float]]) -> dict[str, Any]:
+    """One answer's energy from its measured windows; ``(reading, share)`` charges this answer
+    ``share`` of a window (a batched generation: its share of the batch's tokens)."""
     first = readings[0][0]
-    joules = [r.joules / n if r.joules is not None else None for r, n in readings]
+    joules = [r.joules * w if r.joules is not None else None for r, w in readings]
     scope = first.scope
-    shared = max(n for _, n in readings)
-    if shared > 1 and scope:
-        scope = f"{scope}; generation batched over {shared} answers, its energy split evenly"
+    if any(w < 1 for _, w in readings) and scope:
+        scope = f"{scope}; generation batched with other answers, its energy split by token share"
     return {"joules": None if None in joules else round(sum(joules), 6), "source": first.source,
-            "scope": scope, "cpu_seconds": round(sum(r.cpu_seconds / n for r, n in readings), 3)}
+            "scope": scope, "cpu_seconds": round(sum(r.cpu_seconds * w for r, w in readings), 3)}
