@@ -13,6 +13,7 @@ Start tokens are independent, so measurements can nest or overlap freely.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -235,14 +236,35 @@ class RAPLMeter(CounterMeter):
 _METERS: dict[str, Callable[[], Meter]] = {"nvml": NVMLMeter, "rapl": RAPLMeter}
 
 
-def select_meter(prefer: tuple[str, ...] = ("nvml", "rapl")) -> Meter:
-    """The first of `prefer` that works here, else an UnavailableMeter whose .reason says why."""
+def select_meter(prefer: tuple[str, ...] = ("nvml", "rapl"), *,
+                 gpus: list[int] | None = None) -> Meter:
+    """The first of `prefer` that works here, else an UnavailableMeter whose .reason says why.
+    ``gpus``: the NVML indices NVML reads (default: every GPU of the host)."""
     reasons = []
     for kind in prefer:
         if kind not in _METERS:
             raise ValueError(f"unknown meter {kind!r}; known: {sorted(_METERS)}")
         try:
-            return _METERS[kind]()
+            return NVMLMeter(gpus) if kind == "nvml" else _METERS[kind]()
         except MeterUnavailable as e:
             reasons.append(f"{kind}: {e}")
     return UnavailableMeter("; ".join(reasons) or "no meters tried")
+
+
+def nvml_index(cuda_device: str, visible: str | None = None) -> int:
+    """The NVML (host) index of a torch device ``cuda:N``: N counts the devices in
+    CUDA_VISIBLE_DEVICES (as Ray and schedulers set it), NVML counts all of the host's."""
+    n = int(cuda_device.split(":")[1]) if ":" in cuda_device else 0
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES") if visible is None else visible
+    ids = [v.strip() for v in (visible or "").split(",") if v.strip()]
+    if ids and all(v.isdigit() for v in ids) and n < len(ids):
+        return int(ids[n])
+    return n  # unset, or given as UUIDs: torch's order is the host's
+
+
+def meter_for(devices: list[str]) -> Meter:
+    """A meter for work on ``devices`` (resolved role devices, e.g. ["cuda:0", "cpu"]): NVML
+    over exactly those GPUs when any is a GPU (not every GPU of the host), else the CPU
+    package (RAPL); where neither is readable the readings say unavailable."""
+    gpus = sorted({nvml_index(d) for d in devices if d.startswith("cuda")})
+    return select_meter(("nvml", "rapl"), gpus=gpus) if gpus else select_meter(("rapl",))

@@ -244,7 +244,6 @@ class Ingress:
     def pipeline(self):
         with self._build:
             if self._pipeline is None:
-                from models.energy import select_meter
                 from retrieval.systems.pipelines import Pipeline
                 from serving.remote import (RemoteEmbedder, RemoteFacts, RemoteIndex,
                                             RemoteLLM, RemoteReranker, RemoteRouter)
@@ -259,7 +258,7 @@ class Ingress:
                     light=RemoteReranker(h["light"]) if h["light"] else None,
                     large=RemoteReranker(h["large"]) if h["large"] else None,
                     engines={prof.role("generator").model: RemoteLLM(h["generator"])},
-                    meter=select_meter(), router=RemoteRouter(h["router"]),
+                    meter=ingress_meter(prof), router=RemoteRouter(h["router"]),
                     facts=RemoteFacts(h["retriever"]))
             return self._pipeline
 
@@ -614,6 +613,20 @@ def _serve_host() -> str | None:
         return _get_global_client().http_config.host
     except Exception:
         return None
+
+
+def ingress_meter(profile):
+    """The Ingress's energy meter. Its own process runs no model on a GPU; on a profile that
+    places roles on GPUs those belong to other deployments (other requests share them), so
+    their energy is not read from here and the source says unavailable, never a host-wide
+    sum. Otherwise the CPU package's counter (RAPL) where readable."""
+    from models.devices import placement_gpus
+    from models.energy import UnavailableMeter, meter_for
+
+    if placement_gpus(profile, list(profile.roles)):
+        return UnavailableMeter("the GPUs that served a request belong to other deployments; "
+                                "not read from the Ingress")
+    return meter_for(["cpu"])
 
 
 def build_app(args: dict | AppConfig | None = None):

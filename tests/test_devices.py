@@ -115,3 +115,44 @@ def test_batch_actors_reserve_the_pipelines_shares():
     assert actor_gpus({"profile": "gpu", "config": None, "use_llm_router": False,
                        "large_rerank": False}) == 0.55
     assert actor_gpus({"profile": "cpu", "config": None}) == 0.0
+
+
+def test_energy_reads_only_the_devices_that_serve():
+    from models.energy import meter_for, nvml_index
+
+    assert nvml_index("cuda:0", visible="") == 0
+    assert nvml_index("cuda:1", visible="4,6") == 6  # Ray / the scheduler renumbers
+    assert nvml_index("cuda:0", visible="GPU-1a2b,GPU-3c4d") == 0
+    # no role on a GPU: the GPUs' counters are not this work's energy
+    cpu_meter = meter_for(["cpu", "cpu"])
+    assert getattr(cpu_meter, "source", None) != "nvml"
+    with cpu_meter.measure() as m:
+        sum(range(1000))
+    assert m.reading.source in ("rapl", "unavailable")
+    if m.reading.source == "unavailable":
+        assert m.reading.joules is None  # never estimated
+
+
+def test_a_shared_generation_is_charged_by_token_share():
+    from models.energy import EnergyReading
+    from retrieval.systems.pipelines import _energy
+
+    window = EnergyReading(4.0, "nvml", "gpu0", 2.0, 1.0)
+    own = EnergyReading(0.5, "nvml", "gpu0", 0.1, 0.1)
+    first, second = _energy([(own, 1), (window, 0.25)]), _energy([(own, 1), (window, 0.75)])
+    assert (first["joules"], second["joules"]) == (1.5, 3.5)
+    assert "split by token share" in first["scope"]
+    assert _energy([(own, 1)])["scope"] == "gpu0"
+    unmeasured = EnergyReading(None, "unavailable", None, 1.0, 0.5)
+    assert _energy([(unmeasured, 0.5)]) == {"joules": None, "source": "unavailable",
+                                             "scope": None, "cpu_seconds": 0.25}
+
+
+def test_the_ingress_never_sums_the_hosts_gpus():
+    from serving.app import ingress_meter
+
+    gpu, cpu = (load_config(env={}).active(n) for n in ("gpu", "cpu"))
+    with ingress_meter(gpu).measure() as m:
+        pass
+    assert m.reading.source == "unavailable" and m.reading.joules is None
+    assert getattr(ingress_meter(cpu), "source", None) != "nvml"
