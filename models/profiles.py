@@ -45,6 +45,9 @@ class CascadeSettings(BaseModel):
     min_keep: int = 1
     cumulative: float = 0.55  # keep until this share of the normalised score mass …
     cliff: float = 0.15  # … or until a drop larger than this between neighbours
+    # the retrievers' RRF order kept as a ranking of its own and fused by RRF with the light
+    # stage's (on the dev questions MaxSim alone ranked evidence below the retrievers' order)
+    prior_fusion: bool = False
 
 
 class PipelineSettings(BaseModel):
@@ -62,6 +65,10 @@ class PipelineSettings(BaseModel):
     agentic_max_retries: int = 2  # entity-anchored retries after a failed verification
     verify_chunks: int = 3  # top chunks shown to the agentic verification call
     facts_routes: bool = True  # hdrr answers metric questions from XBRL facts when it holds them
+    # whole-corpus dense search: exact (flat; on the GPU where faiss has GPUs) or approximate
+    # for corpora past ~1M chunks (recall@10 against flat: benchmarks.vector_recall); scoped
+    # searches are exact either way
+    vector_index: Literal["flat", "ivf", "hnsw"] = "flat"
     # retrieval stages, each off or on (benchmarks/results/retrieval_stages_cpu measures them)
     normalize_query: bool = False  # FY/YoY/EPS/capex/… written out (retrieval.store.query)
     fts_weighted: bool = False  # stop-words out, financial phrases and numbers weighted
@@ -69,6 +76,7 @@ class PipelineSettings(BaseModel):
     k_reciprocal_k1: int = 10  # neighbourhood size for the k-reciprocal sets
     k_reciprocal_lambda: float = 0.5  # weight of the stage's own score against Jaccard
     table_records: int = 0  # a routed filing's best N tables join its candidates as JSON rows
+    light_rerank: bool = True  # False: the retrievers' fused order is the final ranking
 
 
 class Profile(BaseModel):

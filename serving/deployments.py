@@ -69,6 +69,9 @@ class Retriever:
 
         cfg = AppConfig.model_validate(config)
         self.indexes = {None: Index.open(cfg.index_dir())}
+        approximate = _profile(cfg).pipeline.vector_index
+        if approximate != "flat":  # whole-corpus searches; scoped ones stay exact
+            self.indexes[None].vectors.configure(approximate=approximate)
         for variant, folder in variant_dirs(cfg).items():
             self.indexes[variant] = Index.open(folder)
 

@@ -209,6 +209,8 @@ class Pipeline:
                       + ["router"] * use_llm_router
                       + ["large_reranker"] * bool(prof.pipeline.large_rerank))
         index = Index.open(index_dir)
+        if prof.pipeline.vector_index != "flat":
+            index.vectors.configure(approximate=prof.pipeline.vector_index)
         embedder = load_profile_embedder(prof)
         try:
             index.check_embedder(embedder)
