@@ -236,6 +236,7 @@ class Ingress:
         self._pipeline = None
         self._build = threading.Lock()
         self._builder: threading.Thread | None = None
+        self._starting = threading.Lock()  # held an instant, never across the build
         self._build_problem: str | None = None
         self._token, self._token_read = self.cfg.auth.token(), time.monotonic()
         api.state.ingress = self
@@ -267,7 +268,7 @@ class Ingress:
         its own, so probes never queue behind it)."""
         if self._pipeline is not None:
             return True
-        with self._build:
+        with self._starting:  # not self._build: the event loop must never wait for a build
             if self._builder is None or not self._builder.is_alive():
                 self._builder = threading.Thread(target=self._try_build, daemon=True)
                 self._builder.start()
