@@ -1,10 +1,23 @@
-"""Router LLM over FinanceBench dev questions: schema-valid rate, and how often the extracted
-company and fiscal year agree with the question's own filing. Routing only — no resolver.
+"""Routing benchmarks, two of them.
+
+Router LLM extraction (no index): schema-valid rate, and how often the extracted company and
+fiscal year agree with the question's own filing, before any resolver.
 
     python -m benchmarks.router_eval --profile cpu [--questions FILE] [--limit N]
 
 Resumable: each routed question is appended to results/router_<profile>/routes.jsonl and
 skipped on the next run. Writes report.md, results.json and a PNG beside it.
+
+Routing over an index (``--index``): the router as ``finrag route`` runs it (deterministic
+pass, the router LLM only when that pass finds no company or conflicting filing-type cues,
+content disambiguation with the index) on the FinanceBench dev questions — all, and the
+``tune`` and ``test`` halves of ``benchmarks/splits.py`` — and on the routing probes of
+``tests/data/routing_probes.jsonl``: exact, covering, precision over the questions that name a
+company, no-company and not-indexed questions apart, wrong-company routes.
+
+    python -m benchmarks.router_eval --profile cpu --index var/fb-index
+
+Writes results/routing_<profile>/report.md, results.json, rows.jsonl and routing.png.
 """
 
 from __future__ import annotations
@@ -55,7 +68,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--max-tokens", type=int, default=160)
     p.add_argument("--out", type=Path, default=None)
+    p.add_argument("--index", type=Path, default=None,
+                   help="route over this index (resolver + router LLM) instead of scoring the "
+                        "LLM's extraction alone")
+    p.add_argument("--probes", type=Path, default=REPO / "tests" / "data" / "routing_probes.jsonl")
     args = p.parse_args(argv)
+    if args.index is not None:
+        return routing_main(args, argv)
     out = args.out or REPO / "benchmarks" / "results" / f"router_{args.profile}"
     out.mkdir(parents=True, exist_ok=True)
     routes_path = out / "routes.jsonl"
@@ -148,6 +167,182 @@ def main(argv: list[str] | None = None) -> int:
         f"{summary['energy_source']} |\n\n![router agreement](router_agreement.png)\n")
     print(json.dumps(summary, indent=2))
     return 0
+
+
+# --- routing over an index -----------------------------------------------------------------------
+
+
+def routing_main(args, argv) -> int:
+    from benchmarks.splits import split_of
+    from models.embedders import load_embedder
+    from models.profiles import load_config, load_llm
+    from retrieval.ingest.metadata import parse_filename
+    from retrieval.routing.companies import CompanyTable
+    from retrieval.routing.router import (Router, evaluate_routing, format_routing_report,
+                                          make_content_scorer, routing_summary)
+    from retrieval.store.index import Index
+
+    out = args.out or REPO / "benchmarks" / "results" / f"routing_{args.profile}"
+    out.mkdir(parents=True, exist_ok=True)
+    profile = load_config().active(args.profile)
+    table = CompanyTable.load()
+    dev = [json.loads(l) for l in args.questions.read_text().splitlines() if l.strip()]
+    probes = [json.loads(l) for l in args.probes.read_text().splitlines() if l.strip()]
+    if args.limit:
+        dev, probes = dev[: args.limit], probes[: args.limit]
+    splits = split_of([json.loads(l) for l in args.questions.read_text().splitlines() if l.strip()])
+
+    def gold_company(doc_id: str) -> str | None:
+        try:
+            company = table.by_name(parse_filename(doc_id, table).company)
+        except ValueError:
+            return None
+        return company.key if company else None
+
+    with Index.open(args.index) as index:
+        def embedder():
+            return load_embedder(index.settings.embedder, kind=index.settings.embedder_kind)
+
+        router = Router(index, table, llm=lambda: load_llm(profile, "router"),
+                        content_scorer=make_content_scorer(index, embedder))
+        print(f"routing {len(dev)} dev questions and {len(probes)} probes over {args.index}",
+              file=sys.stderr)
+        dev_report = evaluate_routing(router, tqdm_rows(dev, "dev"), gold_company)
+        dev_stats = dict(router.stats)
+        router.stats.clear()
+        probe_report = evaluate_routing(router, tqdm_rows(probes, "probes"), gold_company)
+        probe_stats = dict(router.stats)
+
+    for row, q in zip(dev_report["rows"], dev):
+        row["split"] = splits[q["financebench_id"]]
+    for row, q in zip(probe_report["rows"], probes):
+        row["split"], row["kind"], row["expected_status"] = "probes", q["kind"], q.get("status")
+        row["status_ok"] = not q.get("status") or row["status"] == q["status"]
+        row["ok"] = sorted(row["doc_ids"]) == sorted(q["doc_names"]) and row["status_ok"]
+    sets = {"dev (all 95)": routing_summary(dev_report["rows"]),
+            "dev tune": routing_summary([r for r in dev_report["rows"] if r["split"] == "tune"]),
+            "dev test": routing_summary([r for r in dev_report["rows"] if r["split"] == "test"]),
+            "probes": routing_summary(probe_report["rows"])}
+    probes_ok = sum(r["ok"] for r in probe_report["rows"])
+    command = "python -m benchmarks.router_eval " + " ".join(
+        shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    results = {"command": command, "profile": args.profile,
+               "router_model": profile.role("router").model,
+               "sets": {k: {key: v for key, v in s.items() if key != "misses"} for k, s in sets.items()},
+               "router_stats": {"dev": dev_stats, "probes": probe_stats},
+               "probes_as_expected": probes_ok, "probes": len(probes)}
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    with (out / "rows.jsonl").open("w") as sink:
+        for row in dev_report["rows"] + probe_report["rows"]:
+            sink.write(json.dumps(row) + "\n")
+    _routing_plot(sets, out / "routing.png", args.profile)
+    (out / "report.md").write_text(_routing_report(sets, results, dev_report, probe_report, command))
+    for name, summary in sets.items():
+        print(f"== {name}\n{format_routing_report(summary)}")
+    return 0
+
+
+def tqdm_rows(rows, desc):
+    from tqdm import tqdm
+
+    return tqdm(rows, unit="q", desc=f"routing {desc}", file=sys.stderr)
+
+
+def _pct(a, b) -> str:
+    return f"{a}/{b} = {100 * a / b:.1f}%" if b else "-"
+
+
+def _routing_report(sets, results, dev_report, probe_report, command) -> str:
+    lines = [
+        f"# Routing over the FinanceBench index — profile `{results['profile']}`", "",
+        f"Command: `{command}`", "",
+        "The router as `finrag route` runs it: the deterministic pass (company names, aliases, "
+        "tickers; fiscal periods and dates on each company's calendar; filing-type cues), the "
+        f"router LLM ({results['router_model']}, one grammar-constrained JSON call) only when that "
+        "pass finds no company or filing-type cues that conflict, and content disambiguation "
+        "(a hybrid search scoped to the candidate filings) between filings of one period.", "",
+        "Denominators: **exact**, **covering** and **precision** are over the questions whose "
+        "gold filing is indexed *and* that name a company (a name, alias or ticker of the gold "
+        "company written in the question); precision is gold filings routed over all filings "
+        "routed for those questions. Questions naming no company and questions whose filing is "
+        "not indexed are counted apart. A wrong-company route is any routed filing of another "
+        "company, over every question. `tune` and `test` are the halves of `benchmarks/splits.py` "
+        "(the same split as the quality benchmark); the probes are the project's own questions "
+        "(`tests/data/routing_probes.jsonl`).", "",
+        "| set | questions | indexed | name a company | exact | covering | precision | "
+        "exact over indexed | exact over all | no company (routed) | not indexed: told / routed "
+        "| wrong company |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, s in sets.items():
+        n, nc, ni = s["named"], s["no_company"], s["not_indexed"]
+        lines.append(
+            f"| {name} | {s['questions']} | {s['present']} | {n['questions']} | "
+            f"{_pct(n['exact'], n['questions'])} | {_pct(n['covering'], n['questions'])} | "
+            f"{_pct(n['gold_routed'], n['routed_filings'])} | {_pct(s['exact'], s['present'])} | "
+            f"{_pct(s['exact'], s['questions'])} | {nc['questions']} ({nc['routed']}) | "
+            f"{ni['told_not_in_corpus']} / {ni['routed']} of {ni['questions']} | {s['wrong_company']} |")
+    stats = results["router_stats"]
+    lines += [
+        "", "![routing](routing.png)", "",
+        f"Router LLM calls: dev {stats['dev'].get('llm_calls', 0)} of {stats['dev'].get('routes', 0)} "
+        f"questions, probes {stats['probes'].get('llm_calls', 0)} of {stats['probes'].get('routes', 0)} "
+        f"(counters: dev {stats['dev']}, probes {stats['probes']}).", "",
+        f"Probes routed as expected (filings and status): {results['probes_as_expected']} of "
+        f"{results['probes']}.", "",
+        "## Probes by kind", "", "| kind | probes | as expected |", "|---|---:|---:|",
+    ]
+    kinds: dict[str, list] = {}
+    for r in probe_report["rows"]:
+        kinds.setdefault(r["kind"], []).append(r)
+    for kind, rows in kinds.items():
+        lines.append(f"| {kind} | {len(rows)} | {sum(r['ok'] for r in rows)} |")
+    lines += ["", "## Every miss", "",
+              "Dev questions naming a company with their filing indexed and not routed to exactly it, "
+              "wrong-company routes, no-company questions, and probes not routed as expected.", ""]
+    misses = [r for r in dev_report["rows"] if r in dev_report["misses"] or
+              (r["pdf_present"] and not r["names_company"])]
+    misses += [r for r in probe_report["rows"] if not r["ok"]]
+    for r in misses:
+        question = " ".join(r["question"].split())
+        lines.append(f"- [{r['split']}] gold {', '.join(r['gold']) or '(none)'} → {r['status']} "
+                     f"{', '.join(r['doc_ids']) or '(whole corpus)'}"
+                     f"{' — WRONG COMPANY' if r['wrong_company'] else ''}  \n"
+                     f"  {question[:200]}  \n  _{r['detail'][:300]}_")
+    if not misses:
+        lines.append("(none)")
+    return "\n".join(lines) + "\n"
+
+
+def _routing_plot(sets, path: Path, profile: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(sets)
+    metrics = [("exact", "exact"), ("covering", "covering"), ("precision", "precision")]
+    fig, ax = plt.subplots(figsize=(8, 3.6))
+    width = 0.8 / len(metrics)
+    colors = ["#1a5276", "#2471a3", "#229954"]
+    for j, (key, label) in enumerate(metrics):
+        vals = []
+        for name in names:
+            n = sets[name]["named"]
+            vals.append(n["precision"] if key == "precision" else n[f"{key}_rate"])
+        xs = [i + (j - 1) * width for i in range(len(names))]
+        ax.bar(xs, [v or 0 for v in vals], width, label=label, color=colors[j])
+        for x, v in zip(xs, vals):
+            if v is not None:
+                ax.text(x, v + 0.01, f"{v:.0%}", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(range(len(names)),
+                  [f"{n}\n(n={sets[n]['named']['questions']})" for n in names])
+    ax.set_ylim(0, 1.15)
+    ax.set_title(f"Routing on questions that name a company ({profile} profile)")
+    ax.legend(fontsize=8, ncols=3, loc="upper center", bbox_to_anchor=(0.5, -0.18))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 if __name__ == "__main__":
