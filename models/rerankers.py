@@ -354,10 +354,12 @@ class Cascade:
 
     def __init__(self, light: Reranker | None, large: Reranker | None, *, light_top_n: int = 50,
                  large_top_m: int = 10, keep_k: int = 5, min_keep: int = 1,
-                 cumulative: float = 0.55, cliff: float = 0.15):
+                 cumulative: float = 0.55, cliff: float = 0.15, prior_fusion: bool = False,
+                 prior_k: int = 60):
         if light is None and large is None:
             raise ValueError("a cascade needs at least one stage")
         self.light, self.large = light, large
+        self.prior_fusion, self.prior_k = prior_fusion, prior_k
         self.light_top_n, self.large_top_m, self.keep_k = light_top_n, large_top_m, keep_k
         self.min_keep = min_keep
         self.cumulative, self.cliff = cumulative, cliff
@@ -378,7 +380,9 @@ class Cascade:
                refine: Callable[[list, list[float]], list[float]] | None = None
                ) -> CascadeResult:
         """``refine(ids, scores) -> scores``: re-scores the light stage's whole ranking before
-        its top M are cut (k-reciprocal re-ranking), recorded as the stage ``refine``."""
+        its top M are cut (k-reciprocal re-ranking), recorded as the stage ``refine``. With
+        ``prior_fusion`` that ranking is then fused by RRF with the candidates' own order
+        (stage ``prior``)."""
         pool = list(candidates[:self.light_top_n])
         stages: list[StageRecord] = []
         text = dict(pool)
@@ -392,6 +396,16 @@ class Cascade:
                 rec = StageRecord("refine", None, [rec.ids[i] for i in order],
                                   [float(new[i]) for i in order], rec.n_in, rec.n_out,
                                   time.perf_counter() - t0, time.process_time() - c0)
+                stages.append(rec)
+            if self.prior_fusion:  # RRF of the incoming order and the light stage's
+                t0, c0 = time.perf_counter(), time.process_time()
+                fused: dict = {}
+                for ranking in ([i for i, _ in pool], rec.ids):
+                    for r, i in enumerate(ranking, start=1):
+                        fused[i] = fused.get(i, 0.0) + 1.0 / (self.prior_k + r)
+                order = sorted(fused, key=lambda i: -fused[i])  # stable: ties keep pool order
+                rec = StageRecord("prior", None, order, [fused[i] for i in order], rec.n_in,
+                                  rec.n_out, time.perf_counter() - t0, time.process_time() - c0)
                 stages.append(rec)
             ids, scores = rec.ids[:rec.n_out], rec.scores[:rec.n_out]
         else:

@@ -118,6 +118,24 @@ def test_cascade_refine_reorders_the_light_ranking_before_the_cut():
     assert flip.stage("refine").n_in == 6 and len(flip.stage("refine").ids) == 6
 
 
+def test_prior_fusion_keeps_the_retrievers_order_as_a_vote():
+    # the light stage reverses the incoming order; fused with it, the ends tie and the
+    # incoming order breaks the ties
+    class Length:
+        name = model_id = "length"
+
+        def score(self, query, passages):
+            return [float(len(p)) for p in passages]
+
+    items = [(i, "x" * (i + 1)) for i in range(5)]
+    light_only = Cascade(Length(), None, light_top_n=5, large_top_m=5, keep_k=5, min_keep=5)
+    assert light_only.rerank("q", items).ids == [4, 3, 2, 1, 0]
+    fused = Cascade(Length(), None, light_top_n=5, large_top_m=5, keep_k=5, min_keep=5,
+                    prior_fusion=True).rerank("q", items)
+    assert [s.stage for s in fused.stages] == ["light", "prior", "cutoff"]
+    assert fused.ids == [0, 4, 1, 3, 2]
+
+
 # ranking metrics ------------------------------------------------------------------------
 def _answer(rows):
     return {"retrieved": {"ranked": [{"chunk_id": i, "doc_id": d, "first_page": f,
@@ -205,5 +223,15 @@ def test_pipeline_runs_every_stage_when_the_profile_turns_it_on(demo_index):
         tables = {r["chunk_id"] for r in on.retrieved["tables"]}
         assert tables <= {r["chunk_id"] for r in on.retrieved["refine"]}
         assert "search_tables" in on.timings_ms
+        # the light stage off: the retrievers' fused order is the ranking
+        plain = pipe.settings.model_copy(update={"light_rerank": False})
+        no_light = Pipeline(pipe.index, pipe.embedder,
+                            pipe.profile.model_copy(update={"pipeline": plain}),
+                            light=pipe.light, use_llm_router=False)
+        assert no_light.cascade is None
+        bare = no_light.answer(q, "hdrr", generate=False)
+        assert "rerank_light" not in bare.timings_ms and bare.retrieved["kept"]
+        fused = [r["chunk_id"] for r in bare.retrieved["fused"]]
+        assert [r["chunk_id"] for r in bare.retrieved["ranked"]][:3] == fused[:3]
     finally:
         pipe.close()

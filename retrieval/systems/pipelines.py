@@ -185,8 +185,10 @@ class Pipeline:
                 devices = []  # a role's device is missing: loading it says so
             meter = meter_for(devices)
         self.meter = meter
-        stages = dict(light=light, large=large if self.settings.large_rerank else None)
-        self.cascade = Cascade(**stages, **profile.cascade.model_dump()) if light or large else None
+        stages = dict(light=light if self.settings.light_rerank else None,
+                      large=large if self.settings.large_rerank else None)
+        self.cascade = (Cascade(**stages, **profile.cascade.model_dump())
+                        if any(stages.values()) else None)
         self._router = router  # built on first use unless given (serving passes a remote one)
         self._facts_answerer = facts  # likewise: the index's facts answerer
         self._routes: dict[str, Routing] = {}
@@ -230,7 +232,10 @@ class Pipeline:
             llm = prof.role("large_reranker").kind == "llm-scorer"
             pipe.large = load_reranker(prof, "large_reranker",
                                        engine=pipe.engine("large_reranker") if llm else None)
-            pipe.cascade.large = pipe.large
+            from models.rerankers import Cascade
+
+            pipe.cascade = Cascade(pipe.cascade.light if pipe.cascade else None, pipe.large,
+                                   **prof.cascade.model_dump())
         return pipe
 
     def engine(self, role: str):
