@@ -177,6 +177,16 @@ def summarize(rows: list[dict], configs: list[str], splits: dict[str, str]) -> d
     return out
 
 
+def choose(summary: dict, configs: list[str]) -> str | None:
+    """The configuration with the best tune hit@5 (ties: hit@10, then MRR, then the fewer
+    stages): chosen on tune only, so its test figures are a fair claim."""
+    tune = summary.get("tune", {})
+    ranked = sorted((c for c in configs if c in tune), key=lambda c: (
+        -tune[c]["hit5"]["estimate"], -tune[c]["hit10"]["estimate"], -tune[c]["rr"]["estimate"],
+        len(c.split("+")), configs.index(c)))
+    return ranked[0] if ranked else None
+
+
 def _plots(summary: dict, configs: list[str], out: Path, timed: bool) -> None:
     import matplotlib
 
@@ -276,6 +286,24 @@ def _report(summary: dict, configs: list[str], meta: dict) -> str:
                 lines.append(f"| {c} | {diff(e.get('hit5_diff'))} | {diff(e.get('hit10_diff'))} "
                              f"| {diff(e.get('rr_diff'))} | {diff(e.get('ndcg10_diff'))} | "
                              f"{e.get('added_ms_mean', 0):+,.0f} |")
+        lines.append("")
+    chosen = choose(summary, configs)
+    if chosen:
+        t, u = summary["test"].get(chosen), summary["tune"][chosen]
+        lines += ["## Choice", "",
+                  f"Best on tune (hit@5, then hit@10, then MRR, then fewer stages): "
+                  f"`{chosen}` — tune hit@5 {u['hit5']['estimate']:.3f}, hit@10 "
+                  f"{u['hit10']['estimate']:.3f}" + (
+                      f"; on the untouched test half hit@5 {ci(t['hit5'])}, hit@10 "
+                      f"{ci(t['hit10'])}, MRR {ci(t['rr'])}, NDCG@10 {ci(t['ndcg10'])}; "
+                      f"paired against baseline on test: Δhit@5 {diff(t.get('hit5_diff'))}, "
+                      f"Δhit@10 {diff(t.get('hit10_diff'))}." if t else "."), ""]
+        lines += ["Each stage alone against baseline (tune | test Δhit@5):", ""]
+        for stage in [c for c in configs if "+" not in c and c != "baseline"]:
+            d_u = summary["tune"].get(stage, {}).get("hit5_diff")
+            d_t = summary["test"].get(stage, {}).get("hit5_diff")
+            verdict = "in the chosen configuration" if stage in chosen.split("+") else "off"
+            lines.append(f"- `{stage}`: {diff(d_u)} | {diff(d_t)} — {verdict}")
         lines.append("")
     if meta.get("note"):
         lines += [f"Run note: {meta['note']}", ""]

@@ -235,3 +235,26 @@ def test_pipeline_runs_every_stage_when_the_profile_turns_it_on(demo_index):
         assert [r["chunk_id"] for r in bare.retrieved["ranked"]][:3] == fused[:3]
     finally:
         pipe.close()
+
+
+# the stage benchmark's configurations and choice -------------------------------------------
+def test_stage_configurations_compose_and_the_choice_is_made_on_tune():
+    from benchmarks.retrieval_stages import choose, parse_config
+
+    cfg = parse_config("norm+fts+prior+krecip_l0.3")
+    assert cfg["pipeline"] == {"normalize_query": True, "fts_weighted": True,
+                               "k_reciprocal": True, "k_reciprocal_lambda": 0.3}
+    assert cfg["cascade"] == {"prior_fusion": True}
+    assert parse_config("baseline") == {"pipeline": {}, "cascade": {}}
+    with pytest.raises(ValueError, match="unknown stage"):
+        parse_config("norm+hyde")
+
+    def e(h5, h10, rr):
+        return {"hit5": {"estimate": h5}, "hit10": {"estimate": h10}, "rr": {"estimate": rr}}
+
+    summary = {"tune": {"baseline": e(0.4, 0.6, 0.3), "a": e(0.5, 0.6, 0.3),
+                        "a+b": e(0.5, 0.6, 0.3), "c": e(0.5, 0.7, 0.2)},
+               "test": {"baseline": e(0.9, 0.9, 0.9)}}  # test never decides
+    assert choose(summary, ["baseline", "a", "a+b", "c"]) == "c"
+    summary["tune"]["c"] = e(0.5, 0.6, 0.3)
+    assert choose(summary, ["baseline", "a+b", "a", "c"]) == "a"  # fewer stages first
