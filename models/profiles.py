@@ -198,13 +198,15 @@ _ENGINES: dict[tuple, object] = {}  # this process's LLM engines, one per distin
 _ENGINES_LOCK = threading.Lock()
 
 
-def load_llm(profile: Profile, role: str = "generator", **kwargs):
+def load_llm(profile: Profile, role: str = "generator", *, asynchronous: bool = False,
+             **kwargs):
     """The engine for an LLM role: vLLM where the profile says so, else transformers.
 
     A process builds one engine per distinct model (and engine settings): roles that name the
     same model — the router and the generator, say — get the same object. A vLLM engine
     reserves the role's ``memory_share`` of its device; engines that would not fit together
-    on one device are refused before any is built (``models.devices.memory_shares``)."""
+    on one device are refused before any is built (``models.devices.memory_shares``).
+    ``asynchronous``: on vLLM, the async engine (``models.vllm_async``) for serving."""
     spec = profile.role(role)
     if spec.kind not in ("llm", "llm-scorer"):
         raise ValueError(f"role {role!r} is a {spec.kind}, not an LLM")
@@ -217,21 +219,24 @@ def load_llm(profile: Profile, role: str = "generator", **kwargs):
                           max(p.sfr_part_tokens, p.context_tokens) + p.answer_tokens + 1024)
     else:
         kwargs.setdefault("device", device)
-    key = (profile.engine, spec.model, device, tuple(sorted((k, repr(v)) for k, v in kwargs.items())))
+    key = (profile.engine, spec.model, device, asynchronous,
+           tuple(sorted((k, repr(v)) for k, v in kwargs.items())))
     with _ENGINES_LOCK:
         if key in _ENGINES:
             return _ENGINES[key]
         weights = resolve_role(profile, role)
         if profile.engine == "vllm":
+            from models.vllm_async import AsyncVLLMEngine
             from models.vllm_engine import VLLMEngine
 
             # this engine's share, checked with the engines already on its device
-            here = {m for (kind, m, d, _) in _ENGINES if kind == "vllm" and d == device}
+            here = {m for (kind, m, d, _, _) in _ENGINES if kind == "vllm" and d == device}
             roles = [r for r, s in profile.roles.items() if s.model in here or r == role]
             share = memory_shares(profile, roles).get(device, {}).get(spec.model)
             if share is not None:
                 kwargs.setdefault("gpu_memory_utilization", share)
-            engine = VLLMEngine(weights.path, model_id=spec.model, **kwargs)
+            engine = (AsyncVLLMEngine if asynchronous else VLLMEngine)(
+                weights.path, model_id=spec.model, **kwargs)
         else:
             from models.transformers_engine import TransformersEngine
 

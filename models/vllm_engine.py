@@ -30,28 +30,67 @@ T = TypeVar("T", bound=BaseModel)
 RETRY_TEMPERATURE = 0.7
 
 
-class VLLMEngine:
+def engine_defaults(engine_kwargs: dict) -> dict:
+    """finrag's settings of a vLLM engine, under what the caller gave."""
+    from vllm.platforms import current_platform
+
+    if current_platform.is_cpu():
+        # torch.compile (inductor) costs startup time (39 s instead of 16 s for the tiny
+        # test model on 2 cores) for little gain on CPU: run eagerly unless told otherwise.
+        engine_kwargs.setdefault("enforce_eager", True)
+        # On CPU vLLM otherwise reserves gpu_memory_utilization (0.92) of the host's RAM
+        # and fails when that much is not free; VLLM_CPU_KVCACHE_SPACE (GiB) still wins.
+        if not os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
+            engine_kwargs.setdefault("kv_cache_memory_bytes", 1 << 30)
+    # Compact JSON: free whitespace lets weak models loop on blanks until max_tokens. vLLM
+    # 0.32 reads this flag from the engine config only (the per-request one is ignored) and
+    # only with a named backend; xgrammar is what "auto" picks first.
+    engine_kwargs.setdefault("structured_outputs_config",
+                             {"backend": "xgrammar", "disable_any_whitespace": True})
+    return engine_kwargs
+
+
+class VLLMPrompts:
+    """Prompts to token ids and sampling parameters, by the model's own tokenizer (the one
+    vLLM loaded, ``self._tokenizer``): shared by the offline and the async engine."""
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` alone (no BOS/EOS), by the model's own tokenizer."""
+        return len(self.token_ids(text))
+
+    def token_ids(self, text: str) -> list[int]:
+        return self._tokenizer.encode(text, add_special_tokens=False)
+
+    def render(self, prompt: str | list[dict]) -> str:
+        """Chat messages through the model's chat template; strings as they are."""
+        if isinstance(prompt, str):
+            return prompt
+        return self._tokenizer.apply_chat_template(prompt, tokenize=False,
+                                                   add_generation_prompt=True)
+
+    def prompt_token_ids(self, prompt: str | list[dict]) -> list[int]:
+        """The token ids the model is given for ``prompt`` (chat lists via the chat template)."""
+        if isinstance(prompt, str):
+            return self._tokenizer.encode(prompt)
+        return self._tokenizer.encode(self.render(prompt), add_special_tokens=False)
+
+    def _vllm_params(self, params: SamplingParams, structured=None):
+        from vllm import SamplingParams as VLLMSamplingParams
+
+        return VLLMSamplingParams(max_tokens=params.max_tokens, temperature=params.temperature,
+                                  top_p=params.top_p, stop=list(params.stop) or None,
+                                  seed=params.seed, structured_outputs=structured)
+
+
+class VLLMEngine(VLLMPrompts):
     """``LLMEngine`` over ``vllm.LLM``. ``engine_kwargs`` go to ``vllm.LLM`` unchanged."""
 
     def __init__(self, model_path: str, *, max_model_len: int = 2048, dtype: str = "auto",
                  seed: int = 0, json_attempts: int = 3, model_id: str | None = None,
                  **engine_kwargs):
         from vllm import LLM  # lazy: vllm is only installed in its own venv
-        from vllm.platforms import current_platform
 
-        if current_platform.is_cpu():
-            # torch.compile (inductor) costs startup time (39 s instead of 16 s for the tiny
-            # test model on 2 cores) for little gain on CPU: run eagerly unless told otherwise.
-            engine_kwargs.setdefault("enforce_eager", True)
-            # On CPU vLLM otherwise reserves gpu_memory_utilization (0.92) of the host's RAM
-            # and fails when that much is not free; VLLM_CPU_KVCACHE_SPACE (GiB) still wins.
-            if not os.environ.get("VLLM_CPU_KVCACHE_SPACE"):
-                engine_kwargs.setdefault("kv_cache_memory_bytes", 1 << 30)
-        # Compact JSON: free whitespace lets weak models loop on blanks until max_tokens. vLLM
-        # 0.32 reads this flag from the engine config only (the per-request one is ignored) and
-        # only with a named backend; xgrammar is what "auto" picks first.
-        engine_kwargs.setdefault("structured_outputs_config",
-                                 {"backend": "xgrammar", "disable_any_whitespace": True})
+        engine_defaults(engine_kwargs)
         self.model_id = model_id or str(model_path)
         self.seed = seed
         self.json_attempts = json_attempts
@@ -111,20 +150,6 @@ class VLLMEngine:
             f"{len(pending)} of {len(prompts)} prompts gave no valid {schema.__name__} in "
             f"{self.json_attempts} attempts; prompt {first}: {errors[first]}")
 
-    def count_tokens(self, text: str) -> int:
-        """Tokens of ``text`` alone (no BOS/EOS), by the model's own tokenizer."""
-        return len(self.token_ids(text))
-
-    def token_ids(self, text: str) -> list[int]:
-        return self._tokenizer.encode(text, add_special_tokens=False)
-
-    def render(self, prompt: str | list[dict]) -> str:
-        """Chat messages through the model's chat template; strings as they are."""
-        if isinstance(prompt, str):
-            return prompt
-        return self._tokenizer.apply_chat_template(prompt, tokenize=False,
-                                                   add_generation_prompt=True)
-
     def next_token_logprobs(self, prompts: list[str | list[dict]], token_ids: list[int], *,
                             batch_size: int | None = None) -> list[list[float]]:
         """Per prompt, the log-probability of each of ``token_ids`` as the next token, from
@@ -144,19 +169,6 @@ class VLLMEngine:
         return rows
 
     # --- helpers ------------------------------------------------------------------------------
-
-    def prompt_token_ids(self, prompt: str | list[dict]) -> list[int]:
-        """The token ids the model is given for ``prompt`` (chat lists via the chat template)."""
-        if isinstance(prompt, str):
-            return self._tokenizer.encode(prompt)
-        return self._tokenizer.encode(self.render(prompt), add_special_tokens=False)
-
-    def _vllm_params(self, params: SamplingParams, structured=None):
-        from vllm import SamplingParams as VLLMSamplingParams
-
-        return VLLMSamplingParams(max_tokens=params.max_tokens, temperature=params.temperature,
-                                  top_p=params.top_p, stop=list(params.stop) or None,
-                                  seed=params.seed, structured_outputs=structured)
 
     @property
     def vocab_size(self) -> int:
