@@ -113,6 +113,11 @@ def test_regex_ticker_the_model_missed(resolver):
     assert route(resolver, "What is the EPS, EBITDA and FCF of the US GAAP filers in 2022?").status \
         == "fallback_no_entities"
     assert route(resolver, "What does jpm mean to Analysts in 2023?").status == "fallback_no_entities"
+    table = CompanyTable.load()  # a ticker that is also a state code, written after a city
+    docs = [rec("FOOTLOCKER_2023_10K", "Foot Locker", "10-K", 2023)]
+    r = Resolver(docs, table).resolve("Which retailer based in New York, FL or TX grew most in 2023?")
+    assert r.status == "fallback_no_entities"
+    assert Resolver(docs, table).resolve("What did FL earn in FY2023?").doc_ids == ["FOOTLOCKER_2023_10K"]
 
 
 def test_default_year_is_the_latest_filing(resolver):

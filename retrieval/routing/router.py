@@ -46,6 +46,10 @@ _NOT_TICKERS = frozenset("""
     FX LIFO FIFO QTR HQ LLC INC CORP LTD PLC NA NM TBD USDM MM BN NYSE NASDAQ ETF ADR
     Q H DEF PDF HTML XBRL API AI IT ON ALL NOW KEY MAIN REAL BIG FAST HAS CAN WELL
 """.split())
+_US_STATES = frozenset("""
+    AL AK AZ AR CA CO CT DE FL GA HI ID IL IN IA KS KY LA ME MD MA MI MN MS MO MT NE NV NH NJ NM
+    NY NC ND OH OK OR PA RI SC SD TN TX UT VT VA WA WV WI WY DC
+""".split())
 _DOC_TYPE_PATTERNS = (
     ("10-K", r"\b(?:form\s+)?10[\s-]?K\b|\bannual\s+(?:report|filing)s?\b"),
     ("10-Q", r"\b(?:form\s+)?10[\s-]?Q\b|\bquarterly\s+(?:report|filing)s?\b"),
@@ -296,6 +300,8 @@ class CompanyDictionary:
                 continue
             if not dollar and (len(token) == 1 or token in _NOT_TICKERS):
                 continue
+            if not dollar and token in _US_STATES and re.search(r"\b[A-Z][a-z]+,\s*$", question[:m.start()]):
+                continue  # "Miami, FL": a state after a city, not Foot Locker
             keys = self.tickers[token]
             if len(keys) == 1:
                 key = next(iter(keys))
