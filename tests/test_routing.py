@@ -461,3 +461,15 @@ def test_routing_metrics_over_probes(financebench_catalog):
     assert rows["named"]["covering"] == 2 and rows["named"]["precision"] == 2 / 4
     assert rows["no_company"] == {"questions": 1, "routed": 0, "exact": 0,
                                   "statuses": {"fallback_no_entities": 1}}
+
+
+def test_intent_cue_words():
+    from retrieval.routing.intent import read_intent
+
+    assert read_intent("How did U.S. sales grow in FY2022?").kinds == ["release"]
+    assert read_intent("Tell us how revenue grew in 2022").kinds == []  # "us" is not the U.S.
+    assert read_intent("Which segment had the most assets? Revenue grew.").kinds == []
+    assert read_intent("Did PepsiCo raise its full-year guidance?").guidance_change
+    assert not read_intent("What is PepsiCo's guidance for 2024?").guidance_change
+    assert read_intent("Is the business cyclical?").kinds == ["history"]
+    assert read_intent("Who resigned from the board at the annual meeting?").kinds == ["event"]

@@ -39,7 +39,8 @@ CUES: dict[str, tuple[str, re.Pattern[str]]] = {
         r"\borganic\s+(?:growth|sales|revenue)|\bconstant[\s-]currenc(?:y|ies)\b|"
         r"\bexpects\b|\bexpectations?\b|\bforecasts?\b|"
         # the segment and region tables of a release: how each one grew or performed
-        r"\b(?:segments?|regions?|regional|geograph\w*|international|domestic|U\.?S\.?)\b[^.?;]{0,40}?"
+        r"(?:\b(?:segments?|regions?|regional|geograph\w*|international|domestic)\b|(?-i:\bU\.?S\b\.?))"
+        r"[^.?;]{0,40}?"
         r"\b(?:grow|grew|growth|performance|performed|top[\s-]?line)\b|"
         r"\b(?:growth|performance|top[\s-]?line)\b[^.?;]{0,40}?\b(?:segments?|regions?|geograph\w*)\b|"
         r"\bexclud\w*\s+(?:the\s+)?(?:impact|effect)s?\s+of\s+(?:fx|foreign\s+exchange|currenc)", re.I)),
