@@ -220,6 +220,23 @@ _UNAVAILABLE = (RayActorError, BackPressureError, DeploymentUnavailableError,
                 ReplicaUnavailableError)
 
 
+def ingress_meter(profile):
+    """The Ingress's energy meter. Its own process runs no model on a GPU; on a profile that
+    places roles on GPUs those belong to other deployments (other requests share them), so
+    their energy is not read from here and the source says unavailable, never a host-wide
+    sum. Otherwise the CPU package's counter (RAPL) where readable."""
+    from models.devices import placement_gpus
+    from models.energy import UnavailableMeter, meter_for
+
+    if placement_gpus(profile, list(profile.roles)):
+        return UnavailableMeter("the GPUs that served a request belong to other deployments; "
+                                "not read from the Ingress")
+    return meter_for(["cpu"])
+
+
+# Module functions the Ingress calls are defined above it: Serve pickles the class when it is
+# decorated, with the module's names as they are then (one defined below was a NameError in
+# the replica, and the app never became ready).
 @serve.deployment
 @serve.ingress(api)
 class Ingress:
@@ -614,20 +631,6 @@ def _serve_host() -> str | None:
         return _get_global_client().http_config.host
     except Exception:
         return None
-
-
-def ingress_meter(profile):
-    """The Ingress's energy meter. Its own process runs no model on a GPU; on a profile that
-    places roles on GPUs those belong to other deployments (other requests share them), so
-    their energy is not read from here and the source says unavailable, never a host-wide
-    sum. Otherwise the CPU package's counter (RAPL) where readable."""
-    from models.devices import placement_gpus
-    from models.energy import UnavailableMeter, meter_for
-
-    if placement_gpus(profile, list(profile.roles)):
-        return UnavailableMeter("the GPUs that served a request belong to other deployments; "
-                                "not read from the Ingress")
-    return meter_for(["cpu"])
 
 
 def build_app(args: dict | AppConfig | None = None):
