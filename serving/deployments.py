@@ -163,15 +163,19 @@ class Reranker:
 
 @serve.deployment
 class Generator:
-    """The generator's LLM engine (transformers on CPU, vLLM on GPU). Concurrent one-prompt
-    requests are gathered into one engine batch (``serve.batch``); the engine runs one batch
-    at a time (its JSON processors are stateful)."""
+    """The generator's LLM engine. On a vLLM profile it is vLLM's async engine: every request
+    goes straight to it, concurrent requests share engine steps (continuous batching) and a
+    stream carries the pieces the engine decodes. On transformers, concurrent one-prompt
+    requests are gathered into one engine batch (``serve.batch``) and the engine runs one
+    batch at a time (its JSON processors are stateful)."""
 
     def __init__(self, config: dict, role: str = "generator"):
         from models.profiles import load_llm
 
         cfg = AppConfig.model_validate(config)
-        self.engine = load_llm(_profile(cfg), role)
+        prof = _profile(cfg)
+        self.asynchronous = prof.engine == "vllm"
+        self.engine = load_llm(prof, role, asynchronous=self.asynchronous)
         self._lock = threading.Lock()
         self._since: float | None = None  # when the engine's current call began
         self._batched.set_max_batch_size(cfg.batching.max_batch_size)
@@ -214,16 +218,24 @@ class Generator:
         return out
 
     async def generate(self, prompts: list, params=None) -> list:
+        if self.asynchronous:
+            return await self.engine.generate(prompts, params)
         if len(prompts) == 1:
             return [await self._batched(prompts[0], params)]
         return await asyncio.to_thread(self._locked, self.engine.generate, prompts, params)
 
     async def generate_json(self, prompts: list, schema, params=None) -> list:
+        if self.asynchronous:
+            return await self.engine.generate_json(prompts, schema, params)
         return await asyncio.to_thread(self._locked, self.engine.generate_json, prompts, schema,
                                        params)
 
-    def stream(self, prompt, params=None):
+    async def stream(self, prompt, params=None):
         """Text pieces as they are generated, then the ``Completion``."""
+        if self.asynchronous:
+            async for item in self.engine.stream(prompt, params):
+                yield item
+            return
         pieces: queue.Queue = queue.Queue()
         done = object()
 
@@ -237,7 +249,7 @@ class Generator:
                 pieces.put(done)
 
         threading.Thread(target=work, daemon=True).start()
-        while (item := pieces.get()) is not done:
+        while (item := await asyncio.to_thread(pieces.get)) is not done:
             if isinstance(item, BaseException):
                 raise item
             yield item
