@@ -506,8 +506,10 @@ class Ingress:
     @api.get("/v1/models", summary="The systems, as OpenAI models")
     async def models(self, request: Request):
         self._authorize(request)
-        pipe = await asyncio.get_running_loop().run_in_executor(self.pool, self.pipeline)
-        return openai_api.models(self._systems(pipe))
+        if not self._warm():  # never wait on the build: say so, as /healthz does
+            raise ApiError(503, "overloaded", "starting: the models are loading; retry shortly",
+                           {"Retry-After": str(self._retry_after())})
+        return openai_api.models(self._systems(self._pipeline))
 
     @staticmethod
     def _systems(pipe) -> list[str]:
