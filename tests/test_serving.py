@@ -3,12 +3,8 @@ models, the demo index), asked over HTTP, then stopped with SIGTERM and checked 
 Ray process behind."""
 
 import json
-import os
 import shutil
 import signal
-import subprocess
-import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -16,28 +12,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-import yaml
 
-from serving.server import free_port, get_json
+from serving.server import get_json
 from tests.conftest import SHARED, need_shared
+from tests.served_app import ray_pids, serve_app
 
 TOKEN = "test-token-0123456789"
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _ray_pids(raydir: str) -> list[int]:
-    """Processes whose command line names this test's Ray folder."""
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            cmd = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if raydir in cmd:
-            pids.append(int(entry.name))
-    return pids
 
 
 def _post(url: str, body, token: str | None = TOKEN, raw: bytes | None = None,
@@ -68,48 +48,9 @@ def served(demo_index, tmp_path_factory, embedder):
         ingestor = Ingestor(index, embedder)
         assert ingestor.run([NVDA_FACTS], progress=False).ok
         ingestor.close()
-    demo_index = index
-    port = free_port()
-    config = yaml.safe_load((ROOT / "deploy" / "cpu.yaml").read_text())
-    config["http_options"]["port"] = port
-    args = config["applications"][0]["args"]
-    args.update(profile="tiny", index=str(demo_index))
-    args["limits"].update(max_in_flight=1, deadline_s=300, retry_after_s=7)
-    args["auth"] = {"bearer_token": TOKEN}
-    (work / "serve.yaml").write_text(yaml.safe_dump(config))
-    raydir = tempfile.mkdtemp(prefix="frt", dir="/tmp")  # short: Ray's socket paths are long
-    env = dict(os.environ, RAY_TMPDIR=raydir, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
-    log = open(work / "serve.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "serving.cli", "serve", "--config",
-                             str(work / "serve.yaml")], cwd=ROOT, env=env, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 600
-    try:
-        while True:
-            assert proc.poll() is None, (work / "serve.log").read_text()[-3000:]
-            assert time.monotonic() < deadline, "app not ready in 600 s"
-            try:
-                if get_json(url + "/healthz", timeout=30)[0] == 200:
-                    break
-            except OSError:
-                pass
-            time.sleep(1)
-        yield {"url": url, "proc": proc, "raydir": raydir, "log": work / "serve.log"}
-    finally:
-        if proc.poll() is None:  # a test failed before the shutdown test ran
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(120)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        for pid in _ray_pids(raydir):  # only this test's processes
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        log.close()
-        shutil.rmtree(raydir, ignore_errors=True)
+    with serve_app(work, index, token=TOKEN,
+                   limits={"max_in_flight": 1, "deadline_s": 300, "retry_after_s": 7}) as app:
+        yield app
 
 
 def test_answers_over_http(served, demo_corpus):
@@ -252,8 +193,8 @@ def test_sigterm_shuts_down_cleanly(served):
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(180) == 0, served["log"].read_text()[-3000:]
     deadline = time.monotonic() + 30
-    while _ray_pids(served["raydir"]) and time.monotonic() < deadline:
+    while ray_pids(served["raydir"]) and time.monotonic() < deadline:
         time.sleep(1)
-    assert _ray_pids(served["raydir"]) == []
+    assert ray_pids(served["raydir"]) == []
     with pytest.raises(OSError):
         get_json(served["url"] + "/healthz", timeout=5)
