@@ -114,6 +114,25 @@ def test_meta_variant_fts_finds_a_company_by_name(plain_and_meta):
             assert (harlow <= q1) == expect_all
 
 
+def test_cbr_meta_answers_from_the_meta_index(plain_and_meta, demo_corpus):
+    """CBR over the V-A index: the same search, run on the prefixed chunks of the variant."""
+    from retrieval.systems.pipelines import Pipeline
+
+    plain, meta = plain_and_meta
+    q = json.loads(Path(demo_corpus.questions_path).read_text().splitlines()[0])
+    pipe = Pipeline.load(plain, profile="tiny", variant_dirs={"meta": meta})
+    try:
+        a = pipe.answer(q["question"], "cbr_meta")
+    finally:
+        pipe.close()
+    assert a.system == "cbr_meta" and a.answer.strip() and a.routing is None
+    kept = a.retrieved["context"]
+    assert kept and [c["role"] for c in a.usage["calls"]] == ["generator"]
+    with Index.open(meta) as index:  # every chunk it read is a chunk of the meta index
+        texts = index.catalog.chunks([r["chunk_id"] for r in kept])
+    assert len(texts) == len(kept) and all(t.text.startswith("[Company: ") for t in texts.values())
+
+
 def test_variant_mismatch_is_refused(plain_and_meta, embedder):
     plain, meta = plain_and_meta
     with pytest.raises(ValueError, match=r"variant='meta'; this run asks for 'plain'"):
