@@ -48,9 +48,6 @@ class CascadeSettings(BaseModel):
     # the retrievers' RRF order kept as a ranking of its own and fused by RRF with the light
     # stage's (on the dev questions MaxSim alone ranked evidence below the retrievers' order)
     prior_fusion: bool = False
-    # the retrievers' RRF order kept as a ranking of its own and fused by RRF with the light
-    # stage's (on the dev questions MaxSim alone ranked evidence below the retrievers' order)
-    prior_fusion: bool = False
 
 
 class PipelineSettings(BaseModel):
@@ -79,7 +76,6 @@ class PipelineSettings(BaseModel):
     k_reciprocal_k1: int = 10  # neighbourhood size for the k-reciprocal sets
     k_reciprocal_lambda: float = 0.5  # weight of the stage's own score against Jaccard
     table_records: int = 0  # a routed filing's best N tables join its candidates as JSON rows
-    light_rerank: bool = True  # False: the retrievers' fused order is the final ranking
     light_rerank: bool = True  # False: the retrievers' fused order is the final ranking
 
 
