@@ -18,6 +18,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from benchmarks import report as R
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_QUESTIONS = REPO.parent / "shared" / "data" / "financebench" / "questions.dev.jsonl"
 
@@ -116,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
                "cores": os.cpu_count(), "runs": runs,
                "speedup": (ray_run["questions_per_s"] or 0) / (seq["questions_per_s"] or 1),
                "differing_answers": sum(a.get(k) != b.get(k) for k in a), "resume": resume}
+    for run in runs:  # where the answers went, said relative to the repository
+        run["out"] = R.shown_path(run["out"])
     (out / "results.json").write_text(json.dumps(results, indent=2))
     _plot(results, out)
     command = "python -m benchmarks.batch_throughput " + shlex.join(argv or sys.argv[1:])

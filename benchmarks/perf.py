@@ -300,7 +300,7 @@ def main(args) -> int:
     result["meta"] = {**result.get("meta", {}), "command": R.command_line(args), "mode": mode,
                       "mode_desc": desc, "profile": profile, "system": args.system,
                       "generate": not args.no_generate, "questions": len(questions),
-                      "questions_file": str(args.questions), "requests": args.requests,
+                      "questions_file": R.shown_path(args.questions), "requests": args.requests,
                       "energy_source": source, "cores": os.cpu_count(),
                       "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
                                  f"{platform.python_version()}",

@@ -16,6 +16,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from benchmarks import report as R
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data" / "financebench"
 
@@ -136,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m benchmarks.retrieval_eval " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     meta = {"command": command, "profile": pipe.profile.name, "index": str(args.index),
-            "questions_file": str(args.questions), "questions": len(questions),
+            "questions_file": R.shown_path(args.questions), "questions": len(questions),
             "on_disk": sum(q.pdf_present for q in questions),
             "large_rerank": pipe.settings.large_rerank, "energy_source": pipe.meter.source,
             "note": args.note}
