@@ -4,6 +4,7 @@ OpenAI-compatible endpoints, and the web page in a real headless Chromium."""
 import json
 import os
 import shutil
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -101,8 +102,8 @@ def test_errors_come_in_openai_shape(served, client):
                                       messages=[{"role": "user", "content": "revenue?"}])
     assert "bearer" in err.value.message.lower()
     # the same metrics as /v1/answer
-    text = __import__("urllib.request").request.urlopen(served["url"] + "/metrics").read().decode()
-    assert 'finrag_requests_total{code="200",endpoint="/v1/chat/completions"}' in text
+    text = urllib.request.urlopen(served["url"] + "/metrics").read().decode()
+    assert 'finrag_requests_total{code="400",endpoint="/v1/chat/completions"}' in text
     assert 'finrag_requests_total{code="404",endpoint="/v1/chat/completions"}' in text
 
 
