@@ -268,3 +268,102 @@ def meter_for(devices: list[str]) -> Meter:
     package (RAPL); where neither is readable the readings say unavailable."""
     gpus = sorted({nvml_index(d) for d in devices if d.startswith("cuda")})
     return select_meter(("nvml", "rapl"), gpus=gpus) if gpus else select_meter(("rapl",))
+
+
+def combined(readings: list[EnergyReading]) -> EnergyReading:
+    """Several windows of one meter as one reading (joules None if any is)."""
+    joules = [r.joules for r in readings]
+    return EnergyReading(None if None in joules else sum(joules), readings[0].source,
+                         readings[0].scope, sum(r.seconds for r in readings),
+                         sum(r.cpu_seconds for r in readings))
+
+
+class EnergyLedger:
+    """One device's joules charged to the requests that share it (a serving engine that
+    batches concurrent requests into the same steps, so no request has a window of its own).
+
+        ledger = EnergyLedger(meter_for(["cuda:0"]))
+        ticket = ledger.open()
+        ledger.tokens(ticket, n)      # tokens this request had processed since its last report
+        reading = ledger.close(ticket)
+
+    A sampler thread reads the meter's counters every ``interval`` seconds while any request is
+    open. Each interval's joules are split among the requests open in it by the tokens each
+    reported in it (a prompt's tokens when its first output arrives, then each decoded token);
+    an interval in which no request reported a token is split evenly among those open. Joules
+    spent while no request is open are charged to none. A meter without counters gives readings
+    whose joules are None, as any other window of it.
+    """
+
+    SHARED = "shared with concurrent requests, split by their token share"
+
+    def __init__(self, meter: Meter, interval: float = 0.1):
+        import threading
+
+        self.meter, self.interval = meter, interval
+        self.scope = f"{meter.scope}; {self.SHARED}" if meter.scope else None
+        self._lock = threading.Lock()
+        self._open: dict[int, list] = {}  # ticket -> [start, joules, tokens since last sample]
+        self._ids = 0
+        self._last = None  # the counters at the last sample
+        self._broken = False  # a counter could not be read: nothing is charged, not guessed
+        self._wake = threading.Condition(self._lock)
+        self._thread: threading.Thread | None = None
+
+    def open(self) -> int:
+        with self._lock:
+            self._sample()  # the interval so far belongs to the requests open before this one
+            self._ids += 1
+            self._open[self._ids] = [self.meter.start(), 0.0, 0]
+            if self._thread is None or not self._thread.is_alive():
+                import threading
+
+                self._thread = threading.Thread(target=self._run, name="energy-ledger",
+                                                daemon=True)
+                self._thread.start()
+            self._wake.notify()
+            return self._ids
+
+    def tokens(self, ticket: int, n: int) -> None:
+        with self._lock:
+            if ticket in self._open:
+                self._open[ticket][2] += n
+
+    def close(self, ticket: int) -> EnergyReading:
+        with self._lock:
+            self._sample()
+            start, joules, _ = self._open.pop(ticket)
+            broken = self._broken
+            if not self._open:
+                self._broken = False
+                self._wake.notify()  # the sampler ends
+        reading = self.meter.stop(start)  # wall and CPU time of the request's window
+        if reading.joules is None or broken:
+            return EnergyReading(None, reading.source, reading.scope, reading.seconds,
+                                 reading.cpu_seconds)
+        return EnergyReading(joules, reading.source, self.scope, reading.seconds,
+                             reading.cpu_seconds)
+
+    def _sample(self) -> None:
+        """Charge the joules since the last sample to the open requests (lock held)."""
+        counters = self.meter._read()
+        before, self._last = self._last, counters
+        if not self._open:
+            return
+        joules = self.meter._joules(before, counters)
+        if joules is None:
+            self._broken = self._broken or bool(counters)
+            return
+        entries = list(self._open.values())
+        total = sum(e[2] for e in entries)
+        for e in entries:
+            e[1] += joules * (e[2] / total if total else 1 / len(entries))
+            e[2] = 0
+
+    def _run(self) -> None:
+        with self._lock:
+            while self._open:
+                self._wake.wait(self.interval)
+                if self._open:
+                    self._sample()
+            self._thread = None

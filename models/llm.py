@@ -8,7 +8,7 @@ tokenizer) and its latency. ``generate_json`` returns objects valid for a pydant
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Protocol, TypeVar
+from typing import Any, Callable, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -31,10 +31,20 @@ class Completion:
     completion_tokens: int
     latency_s: float
     finish_reason: str = "stop"  # "stop" | "length"
+    # measured where the model ran, when a serving engine charges each request its share of a
+    # shared device (models.energy.EnergyLedger); None: the caller measures its own window
+    energy: Any = None
 
 
 class StructuredOutputError(RuntimeError):
-    """The model did not produce schema-valid JSON within the allowed attempts."""
+    """The model did not produce schema-valid JSON within the allowed attempts.
+
+    ``completions`` maps each failed prompt's index to its last attempt's completion (empty
+    where the engine has none to give), so a caller can tell a cut-off text from a bad one."""
+
+    def __init__(self, message: str, completions: dict[int, Completion] | None = None):
+        super().__init__(message)
+        self.completions = completions or {}
 
 
 class LLMEngine(Protocol):

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator
 
 from pydantic import BaseModel, ValidationError
 
+from models.energy import combined
 from models.llm import Completion, SamplingParams, StructuredOutputError, T
 from models.vllm_engine import RETRY_TEMPERATURE, VLLMPrompts, engine_defaults
 
@@ -66,6 +67,8 @@ class AsyncVLLMEngine(VLLMPrompts):
         self.model_id = model_id or str(model_path)
         self.seed, self.json_attempts = seed, json_attempts
         self._stats = _StepStats()
+        # set by a server that meters its device: each request is charged its token share
+        self.ledger = None
         args = AsyncEngineArgs(model=str(model_path), max_model_len=max_model_len, dtype=dtype,
                                seed=seed, **engine_kwargs)
         self._engine = AsyncLLM.from_engine_args(args, stat_loggers=[self._stats.logger()])
@@ -78,22 +81,33 @@ class AsyncVLLMEngine(VLLMPrompts):
         self._engine.shutdown()
 
     async def _request(self, prompt, vparams) -> AsyncIterator[str | Completion]:
-        """One engine request: text deltas as decoded, then its Completion."""
+        """One engine request: text deltas as decoded, then its Completion (with its share of
+        the device's energy where a ledger meters it)."""
         from vllm.sampling_params import RequestOutputKind
 
         vparams.output_kind = RequestOutputKind.DELTA
         ids = self.prompt_token_ids(prompt)
         start, tokens, text, reason = time.perf_counter(), 0, [], "stop"
-        async for out in self._engine.generate({"prompt_token_ids": ids}, vparams,
-                                               request_id=f"finrag-{next(_ids)}"):
-            piece = out.outputs[0]
-            tokens += len(piece.token_ids)
-            if piece.text:
-                text.append(piece.text)
-                yield piece.text
-            if piece.finish_reason is not None:
-                reason = "length" if piece.finish_reason == "length" else "stop"
-        yield Completion("".join(text), len(ids), tokens, time.perf_counter() - start, reason)
+        ledger = self.ledger
+        ticket = ledger.open() if ledger is not None else None
+        prefilled = False
+        try:
+            async for out in self._engine.generate({"prompt_token_ids": ids}, vparams,
+                                                   request_id=f"finrag-{next(_ids)}"):
+                piece = out.outputs[0]
+                if ticket is not None:  # the prompt's tokens count once prefilled
+                    ledger.tokens(ticket, len(piece.token_ids) + (0 if prefilled else len(ids)))
+                    prefilled = True
+                tokens += len(piece.token_ids)
+                if piece.text:
+                    text.append(piece.text)
+                    yield piece.text
+                if piece.finish_reason is not None:
+                    reason = "length" if piece.finish_reason == "length" else "stop"
+        finally:
+            energy = ledger.close(ticket) if ticket is not None else None
+        yield Completion("".join(text), len(ids), tokens, time.perf_counter() - start, reason,
+                         energy)
 
     async def _complete(self, prompt, vparams) -> Completion:
         async for item in self._request(prompt, vparams):
@@ -130,19 +144,22 @@ class AsyncVLLMEngine(VLLMPrompts):
         constraint = StructuredOutputsParams(json=schema.model_json_schema())
 
         async def one(prompt) -> tuple[BaseModel, Completion]:
-            waited, error = 0.0, ""
+            waited, error, spent = 0.0, "", []
             for attempt in range(self.json_attempts):
                 tries = params if not attempt else replace(
                     params, temperature=max(params.temperature, RETRY_TEMPERATURE),
                     seed=(params.seed if params.seed is not None else self.seed) + attempt)
                 completion = await self._complete(prompt, self._vllm_params(tries, constraint))
                 waited += completion.latency_s
+                spent.append(completion.energy)
                 try:
                     obj = schema.model_validate_json(completion.text)
                 except ValidationError as exc:
                     error = f"{exc.errors()[0]['msg']} in {completion.text[:200]!r}"
                     continue
                 completion.latency_s = waited
+                if self.ledger is not None:  # every attempt's energy
+                    completion.energy = combined(spent)
                 return obj, completion
             raise StructuredOutputError(f"no valid {schema.__name__} in {self.json_attempts} "
                                         f"attempts: {error}")

@@ -223,8 +223,9 @@ _UNAVAILABLE = (RayActorError, BackPressureError, DeploymentUnavailableError,
 def ingress_meter(profile):
     """The Ingress's energy meter. Its own process runs no model on a GPU; on a profile that
     places roles on GPUs those belong to other deployments (other requests share them), so
-    their energy is not read from here and the source says unavailable, never a host-wide
-    sum. Otherwise the CPU package's counter (RAPL) where readable."""
+    they are not read from here (never a host-wide sum): the Generator charges each request
+    its token share of its own GPU, and an answer's energy is that share, its scope naming
+    what is left out. Otherwise the CPU package's counter (RAPL) where readable."""
     from models.devices import placement_gpus
     from models.energy import UnavailableMeter, meter_for
 

@@ -42,6 +42,17 @@ def variant_dirs(cfg: AppConfig) -> dict[str, str]:
     return found
 
 
+def generator_ledger(profile, role: str, *, cuda_devices: int | None = None):
+    """The ledger that charges each request its token share of the generator's GPU, where the
+    role runs on one (NVML over that device only). None on the CPU: the Ingress's own window
+    already covers the CPU package, and a second reading of it would count it twice."""
+    from models.devices import resolve_device
+    from models.energy import EnergyLedger, meter_for
+
+    device = resolve_device(profile.role(role).device, role=role, cuda_devices=cuda_devices)
+    return EnergyLedger(meter_for([device])) if device.startswith("cuda") else None
+
+
 @serve.deployment
 class Embedder:
     """The profile's query embedder, which must be the one the index's chunks were embedded
@@ -176,6 +187,9 @@ class Generator:
         prof = _profile(cfg)
         self.asynchronous = prof.engine == "vllm"
         self.engine = load_llm(prof, role, asynchronous=self.asynchronous)
+        self.ledger = generator_ledger(prof, role)
+        if self.asynchronous:
+            self.engine.ledger = self.ledger
         self._lock = threading.Lock()
         self._since: float | None = None  # when the engine's current call began
         self._batched.set_max_batch_size(cfg.batching.max_batch_size)
@@ -188,6 +202,23 @@ class Generator:
                 return fn(*args, **kwargs)
             finally:
                 self._since = None
+
+    def _charged(self, prompts: list, *args, **kwargs) -> list:
+        """``engine.generate`` under the lock, each completion charged its token share of the
+        device's energy where the ledger meters it."""
+        if self.ledger is None:
+            return self._locked(self.engine.generate, prompts, *args, **kwargs)
+        tickets = [self.ledger.open() for _ in prompts]
+        done = []
+        try:
+            done = self._locked(self.engine.generate, prompts, *args, **kwargs)
+            for ticket, c in zip(tickets, done):
+                self.ledger.tokens(ticket, c.prompt_tokens + c.completion_tokens)
+        finally:
+            readings = [self.ledger.close(ticket) for ticket in tickets]
+        for c, reading in zip(done, readings):
+            c.energy = reading
+        return done
 
     def busy_s(self) -> float:
         """How long the engine has been on its current call (0 when idle); /healthz calls a
@@ -211,8 +242,8 @@ class Generator:
             groups.setdefault(repr(p), []).append(i)
         out: list = [None] * len(prompts)
         for idx in groups.values():
-            done = await asyncio.to_thread(self._locked, self.engine.generate,
-                                           [prompts[i] for i in idx], params[idx[0]])
+            done = await asyncio.to_thread(self._charged, [prompts[i] for i in idx],
+                                           params[idx[0]])
             for i, completion in zip(idx, done):
                 out[i] = completion
         return out
@@ -222,7 +253,7 @@ class Generator:
             return await self.engine.generate(prompts, params)
         if len(prompts) == 1:
             return [await self._batched(prompts[0], params)]
-        return await asyncio.to_thread(self._locked, self.engine.generate, prompts, params)
+        return await asyncio.to_thread(self._charged, prompts, params)
 
     async def generate_json(self, prompts: list, schema, params=None) -> list:
         if self.asynchronous:
@@ -241,8 +272,7 @@ class Generator:
 
         def work():
             try:
-                pieces.put(self._locked(self.engine.generate, [prompt], params,
-                                        on_text=pieces.put)[0])
+                pieces.put(self._charged([prompt], params, on_text=pieces.put)[0])
             except BaseException as exc:  # handed to the reader below
                 pieces.put(exc)
             finally:

@@ -148,6 +148,42 @@ def test_a_shared_generation_is_charged_by_token_share():
                                              "scope": None, "cpu_seconds": 0.25}
 
 
+def test_a_served_answer_counts_the_generators_metered_share_and_says_what_is_left_out():
+    """On a GPU profile in Serve the Ingress reads no counter (its windows say unavailable)
+    and the Generator charges each request its token share of its GPU: the answer's joules are
+    that share, and the scope says the other steps are not included."""
+    from models.energy import EnergyLedger, EnergyReading
+    from retrieval.systems.pipelines import _energy
+
+    retrieval = EnergyReading(None, "unavailable", None, 0.3, 0.2)
+    generation = EnergyReading(12.5, "nvml", "gpu0; " + EnergyLedger.SHARED, 1.0, 0.0)
+    energy = _energy([(retrieval, 1), (generation, 1)])
+    assert (energy["joules"], energy["source"]) == (12.5, "nvml")
+    assert energy["scope"].startswith("gpu0; shared with concurrent requests")
+    assert energy["scope"].endswith("the other steps ran where no counter was read: not included")
+    # a counter that was read but could not be trusted still voids the sum
+    broken = EnergyReading(None, "nvml", "gpu0", 1.0, 0.0)
+    assert _energy([(retrieval, 1), (broken, 1)])["joules"] is None
+
+
+def test_the_generator_meters_its_gpu_only():
+    from serving.deployments import generator_ledger
+
+    cpu = load_config(env={}).active("cpu")
+    assert generator_ledger(cpu, "generator") is None  # the Ingress's window covers the CPU
+    gpu = load_config(env={}).active("gpu")
+    pinned = gpu.model_copy(update={"roles": {**gpu.roles, "generator": gpu.roles[
+        "generator"].model_copy(update={"device": "cuda:0"})}})
+    ledger = generator_ledger(pinned, "generator", cuda_devices=1)
+    assert ledger is not None
+    # no NVML on this machine: readings say unavailable, never a guess
+    reading = ledger.close(ledger.open())
+    if ledger.meter.source == "unavailable":
+        assert reading.joules is None and reading.source == "unavailable"
+    else:
+        assert reading.source == "nvml" and reading.scope.startswith("gpu0")
+
+
 def test_the_ingress_never_sums_the_hosts_gpus():
     from serving.app import ingress_meter
 

@@ -242,3 +242,105 @@ def test_select_meter_on_this_machine():
         assert (reading.joules is None) == (reading.source == "unavailable")
         if reading.joules is not None:
             assert reading.joules >= 0
+
+
+# --- a shared device's joules charged to its concurrent requests ----------------------------
+
+
+class _Dial:
+    """A cumulative joule counter the test turns by hand (the device's energy so far)."""
+
+    def __init__(self):
+        self.value = 0.0
+
+    def read(self):
+        return {"gpu0": self.value}
+
+
+def _ledger(dial):
+    from models.energy import EnergyLedger
+
+    # an hour between samples: only the ledger's own events sample, so the split is exact
+    return EnergyLedger(CounterMeter(dial.read, "nvml", "gpu0"), interval=3600)
+
+
+def test_ledger_splits_shared_intervals_by_token_share_and_charges_no_idle_energy():
+    dial = _Dial()
+    ledger = _ledger(dial)
+    dial.value = 50.0  # idle before any request: charged to none
+    a = ledger.open()
+    dial.value += 10.0  # a alone, no token reported in it: all of it is a's
+    b = ledger.open()
+    ledger.tokens(a, 3)
+    ledger.tokens(b, 1)
+    dial.value += 40.0  # shared, 3 tokens to 1
+    reading_a = ledger.close(a)
+    dial.value += 7.0  # b alone
+    reading_b = ledger.close(b)
+    dial.value += 100.0  # idle after
+    assert reading_a.joules == pytest.approx(10.0 + 30.0)
+    assert reading_b.joules == pytest.approx(10.0 + 7.0)
+    assert reading_a.source == "nvml"
+    assert reading_a.scope == "gpu0; " + ledger.SHARED
+
+
+def test_ledger_splits_evenly_when_no_tokens_were_reported():
+    dial = _Dial()
+    ledger = _ledger(dial)
+    tickets = [ledger.open() for _ in range(4)]
+    dial.value += 20.0
+    readings = [ledger.close(t) for t in tickets]
+    # each close samples first: the 20 J were spent while all four were open
+    assert [r.joules for r in readings] == pytest.approx([5.0, 5.0, 5.0, 5.0])
+
+
+def test_ledger_gives_none_for_a_broken_counter_and_unavailable_without_one():
+    from models.energy import EnergyLedger
+
+    dial = _Dial()
+    ledger = _ledger(dial)
+    dial.value = 100.0
+    t = ledger.open()
+    dial.value = 10.0  # went backwards, no wrap value: not guessed
+    assert ledger.close(t).joules is None
+    t = ledger.open()  # a fresh window after it
+    dial.value += 5.0
+    assert ledger.close(t).joules == pytest.approx(5.0)
+
+    none = EnergyLedger(UnavailableMeter("no counter here"))
+    t = none.open()
+    reading = none.close(t)
+    assert (reading.joules, reading.source) == (None, "unavailable")
+
+
+def test_ledger_sampler_thread_charges_concurrent_requests_that_sum_to_the_device():
+    """Real threads and the sampler at 10 ms over a counter that rises 100 J per second of
+    wall time: the charges of two overlapping requests add up to what the device spent while
+    any was open, and the one that reported 3x the tokens got about 3x the shared part."""
+    import threading
+
+    from models.energy import EnergyLedger
+
+    start = time.perf_counter()
+    ledger = EnergyLedger(CounterMeter(lambda: {"gpu0": 100 * (time.perf_counter() - start)},
+                                       "nvml", "gpu0"), interval=0.01)
+    out = {}
+
+    def request(name, tokens_per_step):
+        ticket = ledger.open()
+        t0 = time.perf_counter()
+        for _ in range(20):
+            time.sleep(0.01)
+            ledger.tokens(ticket, tokens_per_step)
+        out[name] = (ledger.close(ticket), t0, time.perf_counter())
+
+    threads = [threading.Thread(target=request, args=("a", 3)),
+               threading.Thread(target=request, args=("b", 1))]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=30)
+    (ra, a0, a1), (rb, b0, b1) = out["a"], out["b"]
+    union = max(a1, b1) - min(a0, b0)
+    assert ra.joules + rb.joules == pytest.approx(100 * union, rel=0.1)
+    assert 1.8 < ra.joules / rb.joules < 4.5

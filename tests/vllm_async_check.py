@@ -62,11 +62,36 @@ async def main(work_dir: Path) -> dict:
     check("concurrent_in_one_step", stats["max_running"] >= 2, (before, stats))
     check("concurrent_results", a[0].completion_tokens > 0 and b[0].completion_tokens > 0)
 
+    # a metered device shared by two requests: each Completion carries its token share of
+    # the joules, and the shares add up to what the device spent while either was open (a
+    # counter that rises 100 J per second of wall time stands in for NVML, absent here)
+    import time
+
+    from models.energy import CounterMeter, EnergyLedger
+
+    t0 = time.perf_counter()
+    engine.ledger = EnergyLedger(CounterMeter(lambda: {"gpu0": 100 * (time.perf_counter() - t0)},
+                                              "nvml", "gpu0"), interval=0.01)
+    began = time.perf_counter()
+    short, longer = await asyncio.gather(
+        engine.generate([prompt], SamplingParams(max_tokens=8)),
+        engine.generate(["KO raised its dividend by 4% in 2024."], SamplingParams(max_tokens=64)))
+    spent = 100 * (time.perf_counter() - began)
+    ea, eb = short[0].energy, longer[0].energy
+    check("ledger_charges_each_request", ea is not None and eb is not None
+          and ea.joules > 0 and eb.joules > 0, (ea, eb))
+    total = (ea.joules + eb.joules) if ea and eb and ea.joules and eb.joules else 0.0
+    check("ledger_shares_sum_to_device", 0.7 * spent <= total <= 1.05 * spent, (total, spent))
+    check("ledger_scope_says_shared", bool(eb and eb.scope and "token share" in eb.scope), eb)
+    energy = {"short": ea and ea.joules, "long": eb and eb.joules, "device": spent,
+              "tokens": [short[0].completion_tokens, longer[0].completion_tokens]}
+    engine.ledger = None
+
     results = await engine.generate_json(["Extract tickers and years: JPM 2021, XOM 2020."],
                                          Extraction, SamplingParams(max_tokens=48))
     check("json_valid", isinstance(results[0][0], Extraction), results)
     engine.close()
-    return {"failures": failures, "checks": checks, "stats": stats,
+    return {"failures": failures, "checks": checks, "stats": stats, "energy": energy,
             "samples": {"pieces": pieces[:8], "n_pieces": len(pieces)}}
 
 

@@ -468,7 +468,11 @@ class Pipeline:
         tokens = [c.prompt_tokens + c.completion_tokens for c in completions]
         for (run, blocks, readings), completion, n in zip(batch, completions, tokens):
             run.add_time("generate", m.reading.seconds * 1000)
-            readings.append((m.reading, n / sum(tokens) if len(batch) > 1 and sum(tokens) else 1))
+            if completion.energy is not None:  # metered where the model ran: its own share
+                readings.append((completion.energy, 1))
+            else:
+                readings.append((m.reading, n / sum(tokens) if len(batch) > 1 and sum(tokens)
+                                 else 1))
             run.call("generator", engine.model_id, completion)
             run.answer.answer = completion.text.strip()
             run.answer.citations = cite(run.answer.answer, blocks)
@@ -747,11 +751,17 @@ def _interleave_by_doc(retrieved: dict, stages: tuple[str, ...]) -> None:
 
 def _energy(readings: list[tuple[Any, float]]) -> dict[str, Any]:
     """One answer's energy from its measured windows; ``(reading, share)`` charges this answer
-    ``share`` of a window (a batched generation: its share of the batch's tokens)."""
-    first = readings[0][0]
-    joules = [r.joules * w if r.joules is not None else None for r, w in readings]
-    scope = first.scope
-    if any(w < 1 for _, w in readings) and scope:
+    ``share`` of a window (a batched generation: its share of the batch's tokens). Windows of a
+    meter that reads no counter (source unavailable: steps served elsewhere) are left out of
+    the joules when others were measured, and the scope says so."""
+    measured = [(r, w) for r, w in readings if r.source != "unavailable"]
+    parts = measured or readings
+    joules = [r.joules * w if r.joules is not None else None for r, w in parts]
+    scope = " + ".join(dict.fromkeys(r.scope for r, _ in parts if r.scope)) or None
+    if any(w < 1 for _, w in parts) and scope:
         scope = f"{scope}; generation batched with other answers, its energy split by token share"
-    return {"joules": None if None in joules else round(sum(joules), 6), "source": first.source,
-            "scope": scope, "cpu_seconds": round(sum(r.cpu_seconds * w for r, w in readings), 3)}
+    if measured and len(measured) < len(readings):
+        scope = f"{scope}; the other steps ran where no counter was read: not included"
+    return {"joules": None if None in joules else round(sum(joules), 6),
+            "source": parts[0][0].source, "scope": scope,
+            "cpu_seconds": round(sum(r.cpu_seconds * w for r, w in readings), 3)}
