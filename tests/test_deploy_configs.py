@@ -11,7 +11,9 @@ import copy
 import importlib
 import math
 import os
+import re
 import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,12 +24,17 @@ from ray.serve.config import AutoscalingConfig
 from ray.serve.deployment import Application
 from ray.serve.schema import RayActorOptionsSchema, ServeDeploySchema
 
+from deploy import crd_check
 from serving.config import DEPLOYMENTS, AppConfig, ServeFile, load_serve_file
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 CPU, GPU = DEPLOY / "cpu.yaml", DEPLOY / "gpu.yaml"
 K8S = DEPLOY / "kuberay-rayservice.yaml"
 DOCKERFILE = DEPLOY / "Dockerfile.gpu"
+KUBERAY_SETUP = DEPLOY / "setup-kuberay-crd.sh"
+# read before the autouse fixture below clears FINRAG_* for each test
+KUBERAY_CRD_FILE = os.environ.get("FINRAG_KUBERAY_CRD")
+REQUIRE_KUBERAY = os.environ.get("FINRAG_REQUIRE_KUBERAY") == "1"
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 VLLM_KINDS = {"llm", "llm-scorer"}
 
@@ -405,6 +412,78 @@ def test_unknown_deployment_is_rejected_by_name(tmp_path):
     path = _with_args(tmp_path, lambda a: a["deployments"].update(Generater={"num_replicas": 1}))
     with pytest.raises(ValidationError, match=r"unknown deployment\(s\) Generater; known: "):
         load_serve_file(path).app_config()
+
+
+# --- KubeRay's own schema ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def kuberay_crd() -> dict:
+    """KubeRay's RayService CRD: the file FINRAG_KUBERAY_CRD names (a release's, or `kubectl get
+    crd rayservices.ray.io -o yaml` from a cluster), else the one in the operator's Go module at
+    the version deploy/setup-kuberay-crd.sh pins. Without either the tests that need it skip,
+    saying why; FINRAG_REQUIRE_KUBERAY=1 fails them instead."""
+    if KUBERAY_CRD_FILE:
+        path, why = Path(KUBERAY_CRD_FILE), f"FINRAG_KUBERAY_CRD={KUBERAY_CRD_FILE} is no file"
+    else:
+        run = subprocess.run(["bash", str(KUBERAY_SETUP), "--no-install"], capture_output=True,
+                             text=True, timeout=300)
+        lines = run.stdout.strip().splitlines()
+        path = Path(lines[-1]) if run.returncode == 0 and lines else None
+        why = run.stderr.strip() or f"{KUBERAY_SETUP.name} exited {run.returncode}"
+    if path is None or not path.is_file():
+        if REQUIRE_KUBERAY:
+            pytest.fail(f"no KubeRay CRD: {why}")
+        pytest.skip(f"no KubeRay CRD (deploy/setup-kuberay-crd.sh, FINRAG_KUBERAY_CRD): {why}")
+    crd = crd_check.load_crd(path)
+    assert crd["metadata"]["name"] == "rayservices.ray.io", path
+    return crd
+
+
+def _rayservice_variant(change) -> list:
+    docs = k8s_docs()
+    change(next(d for d in docs if d["kind"] == "RayService"))
+    return docs
+
+
+def test_rayservice_accepted_by_kuberays_crd(kuberay_crd):
+    report = crd_check.check_documents(kuberay_crd, k8s_docs())
+    assert report.checked == ["RayService finrag (ray.io/v1)"]
+    assert report.errors == []
+    assert report.values > 200, "the whole RayService was walked"
+    assert report.unevaluated == [], "a CEL rule of the CRD applies: check it by hand"
+
+
+def _worker(doc: dict) -> dict:
+    return doc["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]
+
+
+def _head_container(doc: dict) -> dict:
+    return containers(doc["spec"]["rayClusterConfig"]["headGroupSpec"])[0]
+
+
+@pytest.mark.parametrize("change, error", [
+    (lambda d: _worker(d).update(maxReplica=8),
+     "spec.rayClusterConfig.workerGroupSpecs[0].maxReplica: unknown field"),
+    (lambda d: _worker(d).update(minReplicas="4"),
+     "spec.rayClusterConfig.workerGroupSpecs[0].minReplicas: '4' is not of type 'integer'"),
+    (lambda d: (c := _head_container(d)).update(imagePulPolicy=c.pop("imagePullPolicy")),
+     "spec.rayClusterConfig.headGroupSpec.template.spec.containers[0].imagePulPolicy: "
+     "unknown field"),
+    (lambda d: d["spec"]["rayClusterConfig"]["authOptions"].update(mode="on"),
+     "spec.rayClusterConfig.authOptions.mode: 'on' is not one of"),
+])
+def test_kuberays_crd_rejects_a_misspelt_or_mistyped_field_by_name(kuberay_crd, change, error):
+    report = crd_check.check_documents(kuberay_crd, _rayservice_variant(change))
+    assert report.checked and any(e.startswith(f"RayService finrag: {error}")
+                                  for e in report.errors), report.errors
+
+
+def test_kuberay_version_in_the_runbook_is_the_one_checked():
+    pinned = re.search(r"^VERSION=v(\S+)", KUBERAY_SETUP.read_text(), re.M).group(1)
+    runbook = (DEPLOY / "README.md").read_text()
+    needed = re.search(r"KubeRay operator \((\S+) or newer", runbook)
+    assert needed and needed.group(1) == pinned
+    assert f"KubeRay >= {pinned}" in K8S.read_text(), "the manifest's authOptions comment"
 
 
 # --- the image -----------------------------------------------------------------------------
