@@ -72,11 +72,11 @@ def structural(node: dict) -> dict:
         out["additionalProperties"] = extra
     elif node.get("type") == "object" and not node.get("x-kubernetes-preserve-unknown-fields"):
         # a structural schema prunes what it does not name; strict validation rejects it
-        allowed = ["apiVersion", "kind", "metadata"] if node.get(
-            "x-kubernetes-embedded-resource") else []
         out["additionalProperties"] = False
-        out.setdefault("properties", {}).update({k: {} for k in allowed
-                                                 if k not in out.get("properties", {})})
+        props = out.setdefault("properties", {})
+        if node.get("x-kubernetes-embedded-resource"):
+            for key in ("apiVersion", "kind", "metadata"):
+                props.setdefault(key, {})
     if node.get("x-kubernetes-int-or-string") and "anyOf" not in node:
         out["anyOf"] = [{"type": "integer"}, {"type": "string"}]
     if node.get("type") == "integer" and node.get("format") in ("int32", "int64"):
