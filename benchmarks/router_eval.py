@@ -8,6 +8,18 @@ fiscal year agree with the question's own filing, before any resolver.
 Resumable: each routed question is appended to results/router_<profile>/routes.jsonl and
 skipped on the next run. Writes report.md, results.json and a PNG beside it.
 
+``--engine vllm`` runs the same prompt, schema and weights through vLLM's structured outputs
+(in the vLLM venv) instead of transformers + Outlines; ``--attempts 1`` keeps only the greedy
+attempt (the engines' retries sample). ``--compare DIR DIR --out OUT`` then writes one
+side-by-side report of two such runs (``benchmarks/router_json_report.py``):
+
+    .venv/bin/python -m benchmarks.router_eval --engine transformers --attempts 1 \
+        --out benchmarks/results/router_json_cpu/transformers
+    .venv-vllm/bin/python -m benchmarks.router_eval --engine vllm --attempts 1 \
+        --out benchmarks/results/router_json_cpu/vllm
+    python -m benchmarks.router_eval --compare benchmarks/results/router_json_cpu/transformers \
+        benchmarks/results/router_json_cpu/vllm --out benchmarks/results/router_json_cpu
+
 Routing over an index (``--index``): the router as ``finrag route`` runs it (deterministic
 pass, the router LLM only when that pass finds no company or conflicting filing-type cues,
 content disambiguation with the index) on the FinanceBench dev questions — all, and the
@@ -50,14 +62,46 @@ def company_matches(extracted: list[str], tickers: list[str], gold: str, table) 
     return False
 
 
+def router_call(engine_name: str, path: Path, model_id: str, attempts: int):
+    """``call(messages, params) -> (RouterOutput, Completion)`` on the chosen engine, with at
+    most ``attempts`` decodes per question (the first one greedy)."""
+    from models.router_schema import RouterOutput
+
+    if engine_name == "vllm":
+        from models.vllm_engine import VLLMEngine
+
+        # float32 like the transformers engine on CPU: the same weights, computed alike
+        engine = VLLMEngine(str(path), model_id=model_id, dtype="float32", max_model_len=2048,
+                            seed=0, json_attempts=attempts)
+        return lambda messages, params: engine.generate_json([messages], RouterOutput, params)[0]
+    from models.transformers_engine import TransformersEngine
+
+    engine = TransformersEngine(path, model_id=model_id)
+    return lambda messages, params: engine.generate_json([messages], RouterOutput, params,
+                                                         attempts=attempts)[0]
+
+
+def failure_kind(text: str | None, finish_reason: str | None) -> str:
+    """How a schema-invalid output failed: cut off at max_tokens, not JSON, JSON that breaks
+    the schema, or no output at all (the engine refused the request or wrote nothing)."""
+    if not text:
+        return "refused"
+    if finish_reason == "length":
+        return "truncated"
+    try:
+        json.loads(text)
+    except ValueError:
+        return "parse error"
+    return "schema violation"
+
+
 def main(argv: list[str] | None = None) -> int:
     from tqdm import tqdm
 
     from models.energy import select_meter
     from models.llm import SamplingParams, StructuredOutputError
     from models.profiles import load_config, resolve_role
-    from models.router_schema import RouterOutput, router_messages
-    from models.transformers_engine import TransformersEngine
+    from models.router_schema import router_messages
     from retrieval.routing.companies import CompanyTable
     from retrieval.ingest.metadata import parse_filename
 
@@ -72,16 +116,31 @@ def main(argv: list[str] | None = None) -> int:
                    help="route over this index (resolver + router LLM) instead of scoring the "
                         "LLM's extraction alone")
     p.add_argument("--probes", type=Path, default=REPO / "tests" / "data" / "routing_probes.jsonl")
+    p.add_argument("--engine", choices=["transformers", "vllm"], default="transformers",
+                   help="JSON constrained by Outlines (transformers) or by vLLM's structured "
+                        "outputs (run with the vLLM venv's python)")
+    p.add_argument("--attempts", type=int, default=3,
+                   help="decodes per question: the first greedy, retries sampled (1 = greedy only)")
+    p.add_argument("--compare", type=Path, nargs=2, default=None, metavar="DIR",
+                   help="write one side-by-side report of two extraction runs' rows into --out")
     args = p.parse_args(argv)
     if args.index is not None:
         return routing_main(args, argv)
-    out = args.out or REPO / "benchmarks" / "results" / f"router_{args.profile}"
+    if args.compare is not None:
+        from benchmarks.router_json_report import write_comparison
+
+        if args.out is None:
+            p.error("--compare needs --out (the folder of the side-by-side report)")
+        write_comparison(args.compare, args.out, _command(argv))
+        return 0
+    default_dir = f"router_{args.profile}" + ("" if args.engine == "transformers" else "_vllm")
+    out = args.out or REPO / "benchmarks" / "results" / default_dir
     out.mkdir(parents=True, exist_ok=True)
     routes_path = out / "routes.jsonl"
 
     profile = load_config().active(args.profile)
     weights = resolve_role(profile, "router", prepare=True, progress=True)
-    engine = TransformersEngine(weights.path, model_id=profile.role("router").model)
+    call = router_call(args.engine, weights.path, profile.role("router").model, args.attempts)
     table = CompanyTable.load()
     questions = [json.loads(l) for l in args.questions.read_text().splitlines() if l.strip()]
     questions = questions[: args.limit] if args.limit else questions
@@ -98,15 +157,23 @@ def main(argv: list[str] | None = None) -> int:
                       desc=f"routing ({args.profile})"):
             gold = parse_filename(q["doc_name"], table)
             start = meter.start()
+            failure = None
             try:
-                (route, comp), = engine.generate_json([router_messages(q["question"])],
-                                                      RouterOutput, params)
-                valid, extracted, usage = True, route.model_dump(), comp.__dict__
+                route, comp = call(router_messages(q["question"]), params)
+                valid, extracted = True, route.model_dump()
             except StructuredOutputError as e:
-                valid, extracted, usage = False, None, {"error": str(e)}
+                valid, extracted, comp = False, None, e.completions.get(0)
+                failure = failure_kind(comp.text if comp else None,
+                                       comp.finish_reason if comp else None)
+                error = str(e)
             reading = meter.stop(start)
+            usage = {k: v for k, v in (comp.__dict__ if comp else {}).items() if k != "text"}
+            if failure:
+                usage["error"] = error
             row = {
                 "id": q["financebench_id"], "doc_name": q["doc_name"], "valid": valid,
+                "engine": args.engine, "attempts": args.attempts, "failure": failure,
+                "text": comp.text if comp else None,
                 "route": extracted, "usage": usage, "energy": reading.to_dict(),
                 "company_match": bool(extracted) and company_matches(
                     extracted["companies"], extracted["tickers"], gold.company, table),
@@ -121,6 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     lat = sorted(r["usage"].get("latency_s", 0.0) for r in rows if r["valid"])
     summary = {
         "profile": args.profile, "model": profile.role("router").model, "questions": n,
+        "engine": args.engine, "attempts": args.attempts,
         "schema_valid_rate": sum(r["valid"] for r in rows) / n,
         "company_agreement": sum(r["company_match"] for r in rows) / n,
         "year_agreement": sum(r["year_match"] for r in rows) / n,
@@ -131,8 +199,7 @@ def main(argv: list[str] | None = None) -> int:
         "mean_completion_tokens": sum(r["usage"].get("completion_tokens", 0) for r in rows) / n,
         "energy_source": rows[0]["energy"]["source"] if rows else None,
     }
-    command = "python -m benchmarks.router_eval " + " ".join(
-        shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
+    command = _command(argv)
     (out / "results.json").write_text(json.dumps({"command": command, **summary}, indent=2))
 
     import matplotlib
@@ -155,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     plt.close(fig)
     (out / "report.md").write_text(
         f"# Router extraction — profile `{args.profile}`\n\nCommand: `{command}`\n\n"
-        f"Model: {summary['model']} (transformers, Outlines JSON-schema constraint). "
+        f"Model: {summary['model']} ({ENGINE_LABELS[args.engine]}; {args.attempts} "
+        "attempt(s) a question, the first greedy). "
         f"{n} FinanceBench dev questions; agreement is measured against the question's own "
         "filing (company via the company table, fiscal year exact), before any resolver.\n\n"
         "| schema-valid | company agrees | fiscal year agrees | both | mean latency s | "
@@ -167,6 +235,15 @@ def main(argv: list[str] | None = None) -> int:
         f"{summary['energy_source']} |\n\n![router agreement](router_agreement.png)\n")
     print(json.dumps(summary, indent=2))
     return 0
+
+
+ENGINE_LABELS = {"transformers": "transformers, Outlines JSON-schema constraint",
+                 "vllm": "vLLM structured outputs, xgrammar JSON-schema constraint"}
+
+
+def _command(argv) -> str:
+    return "python -m benchmarks.router_eval " + " ".join(
+        shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
 
 
 # --- routing over an index -----------------------------------------------------------------------

@@ -217,6 +217,7 @@ class TransformersEngine:
         results: list[tuple[T, Completion] | None] = [None] * len(prompts)
         pending = list(range(len(prompts)))
         run = SamplingParams(**{**params.__dict__, "stop": []})
+        failed: dict[int, Completion] = {}
         for attempt in range(max(1, attempts)):
             still, truncated = [], False
             for i in pending:  # one at a time: the processor's state is per sequence batch
@@ -225,6 +226,7 @@ class TransformersEngine:
                     results[i] = (schema.model_validate_json(comp.text), comp)
                 except ValidationError:
                     still.append(i)
+                    failed[i] = comp
                     truncated |= comp.finish_reason == "length"
             pending = still
             if not pending or attempt == attempts - 1:
@@ -236,5 +238,6 @@ class TransformersEngine:
         if pending:
             raise StructuredOutputError(
                 f"{len(pending)} prompt(s) gave no {schema.__name__} valid JSON after "
-                f"{attempts} attempt(s) (last budget {run.max_tokens} tokens)")
+                f"{attempts} attempt(s) (last budget {run.max_tokens} tokens)",
+                {i: failed[i] for i in pending})
         return results  # type: ignore[return-value]

@@ -125,6 +125,7 @@ class VLLMEngine(VLLMPrompts):
         waited = [0.0] * len(prompts)
         pending = list(range(len(prompts)))
         errors: dict[int, str] = {}
+        failed: dict[int, Completion] = {}
         for attempt in range(self.json_attempts):
             tries = params if not attempt else replace(
                 params, temperature=max(params.temperature, RETRY_TEMPERATURE),
@@ -138,6 +139,7 @@ class VLLMEngine(VLLMPrompts):
                     obj = schema.model_validate_json(completion.text)
                 except ValidationError as exc:
                     errors[i] = f"{exc.errors()[0]['msg']} in {completion.text[:200]!r}"
+                    failed[i] = completion
                     still.append(i)
                     continue
                 completion.latency_s = waited[i]
@@ -148,7 +150,8 @@ class VLLMEngine(VLLMPrompts):
         first = pending[0]
         raise StructuredOutputError(
             f"{len(pending)} of {len(prompts)} prompts gave no valid {schema.__name__} in "
-            f"{self.json_attempts} attempts; prompt {first}: {errors[first]}")
+            f"{self.json_attempts} attempts; prompt {first}: {errors[first]}",
+            {i: failed[i] for i in pending})
 
     def next_token_logprobs(self, prompts: list[str | list[dict]], token_ids: list[int], *,
                             batch_size: int | None = None) -> list[list[float]]:

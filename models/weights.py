@@ -220,16 +220,18 @@ def transformers_dir(model: PackagedGGUF, *, progress: bool = False) -> Path:
 
     transformers reads a GGUF by dequantizing it (tens of seconds); the converted copy loads in
     a second or two. Its own safetensors hashes are recorded at conversion and checked on
-    every load, so a damaged cache is an error, not a silently wrong model."""
-    gguf = resolve_gguf(model, progress=progress)
+    every load, so a damaged cache is an error, not a silently wrong model. A verified copy
+    does not need the GGUF's package (a second venv, e.g. vLLM's, can load it)."""
     out = cache_dir() / "transformers" / f"{Path(model.filename).stem}-{model.sha256[:12]}"
     marker = out / "finrag-converted.json"
     fix = f"Delete {out} and run `finrag models prepare`."
     if marker.is_file():
         record = json.loads(marker.read_text())
-        for name, digest in record["files"].items():
-            verify_file(out / name, digest, hint=fix)
-        return out
+        if record.get("source_sha256") == model.sha256:
+            for name, digest in record["files"].items():
+                verify_file(out / name, digest, hint=fix)
+            return out
+    gguf = resolve_gguf(model, progress=progress)
     if progress:
         print(f"converting {gguf.name} to a transformers folder (once) …", flush=True)
     import torch
