@@ -1,0 +1,600 @@
+"""Two revisions of finrag, one in-process perf workload, one run: is the newer one slower?
+
+    python -m benchmarks.perf_compare --before 54368ea --after HEAD \\
+        --index var/fb-index --profile cpu --requests 30
+
+Each revision is checked out in a temporary git worktree (outside the repository; removed
+after) and runs in its own worker process with that worktree first on ``sys.path``, so the
+worker imports the revision's own ``retrieval``/``models``/``benchmarks`` (each worker reports
+the files it imported, and the run stops if one is not from its worktree). Both workers load
+their pipeline (same index, same profile) and answer ``--warmup`` questions first; then the
+parent hands them the same questions, in the same order, at concurrency 1, in blocks of
+``--block`` questions, alternating A B B A A B ... so that drift of the machine (heat, other
+load, caches) falls on both sides. Only one worker computes at a time: the other waits for its
+next block. Each block goes through ``benchmarks.perf.in_process`` of the worker's revision
+(the same function in both as long as the harness did not change: its source hash is compared
+and shown).
+
+The report (``benchmarks/results/perf_compare_<profile>/``): p50 / p95 (p95 only with >= 30
+answers per side) and mean latency per answer, p50 and mean per stage, tokens and LLM calls per
+answer, CPU seconds, and the after/before ratio of the p50 of the total latency and of each
+stage with a bootstrap interval of that ratio of medians (questions resampled in pairs: both
+sides answered the same ones). It also counts the answers that are identical on both sides
+(they may differ where routing or retrieval changed between the revisions; reported, not a
+failure). Timed work: run it alone on the machine.
+
+Module-level imports are standard-library only: a worker runs this file inside another
+revision's worktree and imports that revision's modules, never this checkout's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+SIDES = ("before", "after")
+MIN_TAIL = 30  # p95 only from at least this many answers per side
+MIN_CI_PAIRS = 10  # a bootstrap interval only from at least this many paired answers
+MIN_STAGE_MS = 1.0  # a stage ratio only where the before median reaches this (timer noise)
+
+
+# --- worker: runs inside a revision's worktree ------------------------------------------------
+
+class _Recording:
+    """A pipeline whose ``answer_many`` keeps the answers, so the rows of ``perf.in_process``
+    can be matched to the answers' text."""
+
+    def __init__(self, pipe):
+        self.pipe, self.answers = pipe, []
+
+    def answer_many(self, *args, **kwargs):
+        out = self.pipe.answer_many(*args, **kwargs)
+        self.answers.extend(out)
+        return out
+
+
+def _answer_record(answer) -> dict[str, Any]:
+    d = answer.to_dict()
+    context = (d.get("retrieved") or {}).get("context") or []
+    return {"answer": d.get("answer") or "", "error": d.get("error"),
+            "context_ids": [c.get("chunk_id") for c in context],
+            "routing_docs": ((d.get("routing") or {}).get("doc_ids") or [])}
+
+
+def worker(root: Path) -> int:
+    """Serve blocks read from stdin as JSON lines; one JSON reply line each on the real
+    stdout (everything the libraries print goes to stderr)."""
+    import inspect
+
+    reply = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+
+    def send(obj: dict) -> None:
+        reply.write(json.dumps(obj, default=str) + "\n")
+        reply.flush()
+
+    try:
+        import benchmarks
+        import models
+        import retrieval
+        from benchmarks import perf
+        from retrieval.systems.options import add_pipeline_options, load_pipeline
+
+        files = {m.__name__: str(Path(m.__file__).resolve().parent)
+                 for m in (retrieval, models, benchmarks)}
+        start = json.loads(sys.stdin.readline())
+        parser = argparse.ArgumentParser()
+        add_pipeline_options(parser)
+        args = parser.parse_args(["--index", start["index"], "--profile", start["profile"]])
+        t0 = time.perf_counter()
+        pipe = load_pipeline(args)
+        recorder = _Recording(pipe)
+
+        def run(qs: list[dict]) -> tuple[list[dict], float]:
+            recorder.answers.clear()
+            t = time.perf_counter()
+            res = perf.in_process(recorder, qs, [1], requests=len(qs), system=start["system"],
+                                  generate=start["generate"], warmup=0, progress=False)
+            wall = time.perf_counter() - t
+            rows = [{**r, **_answer_record(a)} for r, a in zip(res["rows"], recorder.answers)]
+            return rows, wall
+
+        if start["warmup"]:
+            run(start["warmup"])
+        try:
+            import torch
+            threads = torch.get_num_threads()
+        except ImportError:
+            threads = None
+        harness = hashlib.sha256(inspect.getsource(perf.in_process).encode()).hexdigest()[:12]
+        send({"ready": True, "files": files, "root": str(root.resolve()),
+              "load_and_warmup_s": round(time.perf_counter() - t0, 2), "torch_threads": threads,
+              "harness": harness, "profile": pipe.profile.name,
+              "cascade": pipe.profile.cascade.model_dump(),
+              "pipeline": pipe.settings.model_dump(), "models": pipe.model_ids()})
+        for line in sys.stdin:
+            msg = json.loads(line)
+            if msg.get("stop"):
+                break
+            rows, wall = run(msg["questions"])
+            send({"block": msg["block"], "rows": rows, "wall_s": round(wall, 3)})
+        pipe.close()
+        return 0
+    except Exception as e:  # the parent shows it with the worker's log
+        import traceback
+
+        send({"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()})
+        return 1
+
+
+# --- parent: worktrees, workers, alternation ------------------------------------------------
+
+def resolve(rev: str) -> dict[str, str]:
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    try:
+        sha = git("rev-parse", "--verify", f"{rev}^{{commit}}")
+    except subprocess.CalledProcessError:
+        raise ValueError(f"{rev!r} is not a commit of this repository") from None
+    return {"rev": rev, "commit": sha, "subject": git("log", "-1", "--format=%s", sha),
+            "date": git("log", "-1", "--format=%cI", sha)}
+
+
+def block_order(requests: int, block: int) -> list[tuple[int, int, str]]:
+    """(first question, how many, side) in the order they run: A B, B A, A B, ... so neither
+    side always goes first."""
+    if requests < 1 or block < 1:
+        raise ValueError("--requests and --block must be >= 1")
+    order = []
+    for k, start in enumerate(range(0, requests, block)):
+        n = min(block, requests - start)
+        for side in (SIDES if k % 2 == 0 else SIDES[::-1]):
+            order.append((start, n, side))
+    return order
+
+
+class Worker:
+    """One revision's worker process (its worktree first on sys.path)."""
+
+    def __init__(self, side: str, root: Path, python: str, log: Path):
+        env = {**os.environ, "PYTHONPATH": str(root), "HF_HUB_OFFLINE": "1",
+               "TOKENIZERS_PARALLELISM": "false", "PYTHONDONTWRITEBYTECODE": "1"}
+        self.side, self.root, self.log = side, root, log
+        self._log = log.open("w")
+        self._buf = b""
+        # -P: this file's folder is not put first on sys.path (the worktree's modules are)
+        self.proc = subprocess.Popen([python, "-P", str(Path(__file__).resolve()), "--worker",
+                                     str(root)], cwd=root, env=env, stdin=subprocess.PIPE,
+                                    stdout=subprocess.PIPE, stderr=self._log)
+
+    def send(self, obj: dict) -> None:
+        self.proc.stdin.write((json.dumps(obj) + "\n").encode())
+        self.proc.stdin.flush()
+
+    def receive(self, timeout_s: float) -> dict:
+        deadline = time.monotonic() + timeout_s
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"the {self.side} worker sent nothing in {timeout_s:.0f} s"
+                                   + self.tail())
+            ready, _, _ = select.select([fd], [], [], min(left, 5.0))
+            if ready:
+                chunk = os.read(fd, 1 << 20)
+                if not chunk:
+                    raise RuntimeError(f"the {self.side} worker exited "
+                                       f"({self.proc.wait()})" + self.tail())
+                self._buf += chunk
+        line, self._buf = self._buf.split(b"\n", 1)
+        msg = json.loads(line)
+        if "error" in msg:
+            raise RuntimeError(f"the {self.side} worker failed: {msg['error']}\n"
+                               f"{msg.get('traceback', '')}" + self.tail())
+        return msg
+
+    def tail(self, n: int = 3000) -> str:
+        self._log.flush()
+        text = self.log.read_text(errors="replace")[-n:]
+        return f"\n--- {self.side} worker log (end) ---\n{text}" if text.strip() else ""
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.send({"stop": True})
+                self.proc.wait(timeout=60)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+
+def _check_imports(side: str, ready: dict) -> None:
+    root = Path(ready["root"])
+    wrong = {m: f for m, f in ready["files"].items() if not Path(f).is_relative_to(root)}
+    if wrong:
+        raise RuntimeError(f"the {side} worker imported {wrong} from outside its worktree")
+
+
+def run_compare(revs: dict[str, dict], *, index: Path, profile: str, questions: list[dict],
+                requests: int, block: int, system: str, generate: bool, warmup: int,
+                python: str, timeout_s: float, progress: bool = True) -> dict[str, Any]:
+    """Worktrees, workers, the alternating blocks; returns rows and worker facts per side."""
+    tmp = Path(tempfile.mkdtemp(prefix="finrag-perf-compare-"))
+    trees: dict[str, Path] = {}
+    workers: dict[str, Worker] = {}
+    say = (lambda m: print(m, file=sys.stderr, flush=True)) if progress else (lambda m: None)
+    try:
+        for side in SIDES:
+            trees[side] = tmp / side
+            subprocess.run(["git", "worktree", "add", "--detach", "--quiet", str(trees[side]),
+                            revs[side]["commit"]], cwd=REPO, check=True, capture_output=True)
+        warm = [questions[i % len(questions)] for i in range(warmup)]
+        ready = {}
+        for side in SIDES:  # one at a time: loading is CPU work too
+            say(f"{side} ({revs[side]['commit'][:10]}): loading the pipeline ...")
+            workers[side] = Worker(side, trees[side], python, tmp / f"{side}.log")
+            workers[side].send({"index": str(index.resolve()), "profile": profile,
+                                "system": system, "generate": generate, "warmup": warm})
+            ready[side] = workers[side].receive(timeout_s)
+            _check_imports(side, ready[side])
+            say(f"{side}: ready in {ready[side]['load_and_warmup_s']:.0f} s")
+        rows: dict[str, list[dict]] = {s: [] for s in SIDES}
+        order = block_order(requests, block)
+        load = {"start": os.getloadavg()}
+        t0 = time.perf_counter()
+        for k, (start, n, side) in enumerate(order):
+            qs = [questions[(start + i) % len(questions)] for i in range(n)]
+            workers[side].send({"block": k, "questions": qs})
+            msg = workers[side].receive(timeout_s)
+            for i, r in enumerate(msg["rows"]):
+                rows[side].append({**r, "seq": start + i, "block": k})
+            lat = sorted(r["latency_ms"] for r in msg["rows"])
+            say(f"block {k + 1}/{len(order)} {side}: {n} answers in {msg['wall_s']:.1f} s "
+                f"(median {lat[len(lat) // 2] / 1000:.2f} s)")
+        load["end"] = os.getloadavg()
+        return {"rows": rows, "ready": ready, "order": order, "loadavg": load,
+                "wall_s": round(time.perf_counter() - t0, 2)}
+    finally:
+        for w in workers.values():
+            w.close()
+        for path in trees.values():
+            subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=REPO,
+                           capture_output=True)
+        subprocess.run(["git", "worktree", "prune"], cwd=REPO, capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+# --- figures --------------------------------------------------------------------------------
+
+def ratio_ci(before: list[float], after: list[float], *, n: int = 4000, seed: int = 0,
+             floor: float = 0.0) -> dict[str, Any]:
+    """Ratio of medians after/before with a percentile bootstrap interval; the i-th values of
+    both sides belong to the same question and are resampled together (the bootstrap draws
+    question positions). No estimate where the before median is under ``floor``; no
+    interval from fewer than ``MIN_CI_PAIRS`` pairs."""
+    import numpy as np
+
+    from benchmarks.stats import bootstrap_ci
+
+    if len(before) != len(after):
+        raise ValueError(f"paired values needed: {len(before)} before, {len(after)} after")
+    b, a = np.asarray(before, dtype=float), np.asarray(after, dtype=float)
+    none = {"estimate": None, "low": None, "high": None, "n": int(b.size)}
+    if not b.size or np.median(b) <= max(floor, 0.0):
+        return none
+    if b.size < MIN_CI_PAIRS:
+        return {**none, "estimate": float(np.median(a) / np.median(b))}
+
+    def ratio(positions, axis=-1):  # one draw of positions (n,) or many (draws, n)
+        i = np.asarray(positions).astype(int)
+        mb, ma = np.median(b[i], axis=-1), np.median(a[i], axis=-1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(mb > 0, ma / np.where(mb > 0, mb, 1.0), np.nan)
+
+    ci = bootstrap_ci(range(b.size), ratio, n=n, seed=seed)
+    if np.isnan(ci["low"]) or np.isnan(ci["high"]):
+        ci["low"] = ci["high"] = None  # some draws had a before median of 0
+    return ci
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or b is None or a <= 0 else b / a
+
+
+def _median(values: list[float]) -> float | None:
+    import statistics
+
+    return statistics.median(values) if values else None
+
+
+def summarise(result: dict[str, Any]) -> dict[str, Any]:
+    """Per side figures (``serve_load.summarise``), ratios with intervals, answer identity."""
+    from benchmarks import serve_load as L
+
+    rows = result["rows"]
+    for side in SIDES:
+        rows[side].sort(key=lambda r: r["seq"])
+    if [r["seq"] for r in rows["before"]] != [r["seq"] for r in rows["after"]]:
+        raise RuntimeError("the two sides did not answer the same questions")
+    sides = {s: L.summarise(rows[s], sum(r["latency_ms"] for r in rows[s]) / 1000)
+             for s in SIDES}
+    lat = {s: [r["latency_ms"] for r in rows[s]] for s in SIDES}
+    total = ratio_ci(lat["before"], lat["after"])
+    stage_names = list(dict.fromkeys(st for s in SIDES for r in rows[s]
+                                     for st in (r.get("timings_ms") or {}) if st != "total"))
+    stages = {}
+    for st in stage_names:
+        vals = {s: [(r.get("timings_ms") or {}).get(st) for r in rows[s]] for s in SIDES}
+        both = [i for i in range(len(rows["before"]))
+                if all(isinstance(vals[s][i], (int, float)) for s in SIDES)]
+        b = [float(vals["before"][i]) for i in both]
+        a = [float(vals["after"][i]) for i in both]
+        stages[st] = {"in": [s for s in SIDES if any(v is not None for v in vals[s])],
+                      "n_paired": len(both),
+                      "p50": {s: (sides[s]["stage_ms"].get(st) or {}).get("p50") for s in SIDES},
+                      "mean": {s: (sides[s]["stage_ms"].get(st) or {}).get("mean")
+                               for s in SIDES},
+                      "ratio_p50": ratio_ci(b, a, floor=MIN_STAGE_MS) if both else None}
+        m = stages[st]["mean"]
+        stages[st]["ratio_mean"] = (_ratio(m["before"], m["after"])
+                                    if (m["before"] or 0) >= MIN_STAGE_MS else None)
+    pairs = list(zip(rows["before"], rows["after"]))
+    same = {"answer": sum(b["answer"] == a["answer"] and not b["error"] and not a["error"]
+                          for b, a in pairs),
+            "context": sum(b["context_ids"] == a["context_ids"] for b, a in pairs),
+            "routing": sum(b["routing_docs"] == a["routing_docs"] for b, a in pairs),
+            "n": len(pairs),
+            "differing": [b["question_id"] for b, a in pairs if b["answer"] != a["answer"]]}
+    return {"sides": sides, "total": total, "stages": stages, "same": same,
+            "tokens": {k: {s: sides[s][k] for s in SIDES} for k in
+                       ("prompt_tokens", "completion_tokens", "llm_calls", "cpu_seconds")}}
+
+
+def config_differences(ready: dict[str, dict]) -> list[str]:
+    """The cascade, pipeline and model settings that differ between the sides."""
+    out = []
+    for part in ("cascade", "pipeline", "models"):
+        b, a = ready["before"].get(part) or {}, ready["after"].get(part) or {}
+        for key in sorted(set(b) | set(a)):
+            if b.get(key) != a.get(key):
+                out.append(f"{part}.{key}: {b.get(key, '(absent)')!r} → "
+                           f"{a.get(key, '(absent)')!r}")
+    return out
+
+
+def plot(result: dict[str, Any], figures: dict[str, Any], out: Path, title: str) -> str:
+    from benchmarks import report as R
+
+    plt = R.pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    colours = {"before": "#7f8c8d", "after": "#2471a3"}
+    for side in SIDES:
+        xs = sorted(r["latency_ms"] / 1000 for r in result["rows"][side])
+        ys = [0.0] + [(i + 1) / len(xs) for i in range(len(xs))]
+        left.step([xs[0]] + xs, ys, where="post", color=colours[side],
+                  label=f"{side} {result['revs'][side]['commit'][:8]} ({len(xs)} answers)")
+    left.set_xlabel("latency per answer (s)")
+    left.set_ylabel("fraction of answers")
+    left.set_ylim(0, 1.02)
+    left.grid(alpha=0.3)
+    left.legend(fontsize=8, loc="lower right")
+    left.set_title(f"latency CDF — {title}", fontsize=10)
+    items = [("total", figures["total"])] + [
+        (st, v["ratio_p50"]) for st, v in figures["stages"].items()
+        if v["ratio_p50"] and v["ratio_p50"]["estimate"] is not None]
+    y = list(range(len(items)))[::-1]
+    for yi, (name, ci) in zip(y, items):
+        est = ci["estimate"]
+        if ci["low"] is not None:
+            right.plot([ci["low"], ci["high"]], [yi, yi], color="#2471a3", lw=2)
+        right.plot([est], [yi], "o", color="#c0392b" if name == "total" else "#2471a3")
+    right.axvline(1.0, color="black", lw=0.8, ls="--")
+    right.set_yticks(y, [n for n, _ in items])
+    right.set_xlabel("after / before, ratio of medians (95% bootstrap interval)")
+    right.grid(alpha=0.3, axis="x")
+    right.set_title("< 1: after is faster", fontsize=10)
+    return R.savefig(fig, out, "compare.png")
+
+
+def _ms(v: float | None) -> str:
+    from benchmarks import report as R
+
+    return R.num(None if v is None else v / 1000, "{:.2f}")
+
+
+def _ci(ci: dict | None) -> str:
+    if not ci or ci.get("estimate") is None:
+        return "–"
+    if ci.get("low") is None:
+        return f"{ci['estimate']:.3f}"
+    return f"{ci['estimate']:.3f} [{ci['low']:.3f}, {ci['high']:.3f}]"
+
+
+def report(result: dict[str, Any], figures: dict[str, Any], files: list[str]) -> str:
+    from benchmarks import report as R
+
+    m, revs, ready = result["meta"], result["revs"], result["ready"]
+    sides, same = figures["sides"], figures["same"]
+    n = same["n"]
+    lines = R.header(f"Performance before/after — profile `{m['profile']}`, in-process, C=1",
+                     m["command"], m["config_hash"])
+    lines += [f"Machine: {m['machine']}; load average (1/5/15 min) "
+              f"{'/'.join(f'{x:.2f}' for x in result['loadavg']['start'])} at the first block, "
+              f"{'/'.join(f'{x:.2f}' for x in result['loadavg']['end'])} after the last "
+              "(timed work: the figures mean something only if nothing else ran). Absolute "
+              "times are for this machine; the ratios are the point.", "",
+              "| side | commit | date | subject | torch threads | load + warmup s |",
+              "|---|---|---|---|---:|---:|"]
+    for side in SIDES:
+        r = revs[side]
+        lines.append(f"| {side} (`{r['rev']}`) | `{r['commit']}` | {r['date']} | "
+                     f"{r['subject'][:80]} | {R.num(ready[side]['torch_threads'], '{}')} | "
+                     f"{ready[side]['load_and_warmup_s']:.0f} |")
+    harness = {ready[s]["harness"] for s in SIDES}
+    blocks = " ".join("AB"[SIDES.index(side)] for *_, side in result["order"])
+    lines += ["", f"Workload: system `{m['system']}`, generation {'on' if m['generate'] else 'off'}"
+              f", {n} questions per side from `{m['questions_file']}` (the first {n}, same "
+              f"order), index `{m['index']}`, concurrency 1, greedy decoding, {m['warmup']} "
+              f"warm-up answer(s) per side first (not counted). Blocks of {m['block']} "
+              f"questions, run in the order {blocks}"
+              f" (A = before, B = after), {result['wall_s']:.0f} s in all. Each side ran in "
+              "its own process from a worktree of its commit (imports checked to come from "
+              "it); the timing harness (`benchmarks.perf.in_process`) was "
+              + ("the same code in both." if len(harness) == 1 else
+                 f"NOT the same code ({', '.join(ready[s]['harness'] for s in SIDES)})."), ""]
+    diffs = config_differences(ready)
+    if diffs:
+        lines += ["Settings of the profile that differ (before → after; part of what is "
+                  "measured):", ""] + [f"- {d}" for d in diffs] + [""]
+    total = figures["total"]
+    verdict = (f"too few paired answers for an interval (it needs {MIN_CI_PAIRS})"
+               if total["low"] is None else
+               "after is slower (the interval lies above 1)" if total["low"] > 1 else
+               "after is faster (the interval lies below 1)" if total["high"] < 1 else
+               "no difference this run can tell apart (the interval contains 1)")
+    lines += ["## Headline", "",
+              f"p50 latency per answer: before {_ms(sides['before']['latency_ms']['p50'])} s, "
+              f"after {_ms(sides['after']['latency_ms']['p50'])} s; **after/before "
+              f"{_ci(total)}** (ratio of medians over {n} paired questions"
+              f"{', 95% bootstrap interval' if total['low'] is not None else ''}): {verdict}.",
+              "", "## Latency per answer (s)", "",
+              "| side | answers | p50 | p95 | mean | max |", "|---|---:|---:|---:|---:|---:|"]
+    for side in SIDES:
+        s = sides[side]["latency_ms"]
+        p95 = s["p95"] if sides[side]["ok"] >= MIN_TAIL else None
+        lines.append(f"| {side} | {sides[side]['ok']} | {_ms(s['p50'])} | {_ms(p95)} | "
+                     f"{_ms(s['mean'])} | {_ms(s['max'])} |")
+    b, a = sides["before"]["latency_ms"], sides["after"]["latency_ms"]
+    lines.append(f"| after/before | | {_ci(total)} | "
+                 f"{R.num(_ratio(b['p95'], a['p95']) if n >= MIN_TAIL else None, '{:.3f}')} | "
+                 f"{R.num(_ratio(b['mean'], a['mean']), '{:.3f}')} | |")
+    if n < MIN_TAIL:
+        lines += ["", f"p95 is left out: {n} answers per side (it needs {MIN_TAIL})."]
+    lines += ["", "## Stages (ms per answer)", "",
+              "| stage | p50 before | p50 after | p50 after/before [95% CI] | mean before | "
+              "mean after | mean after/before |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for st, v in figures["stages"].items():
+        only = "" if len(v["in"]) == 2 else f" (only {v['in'][0] if v['in'] else 'neither'})"
+        lines.append(f"| {st}{only} | {R.num(v['p50']['before'], '{:,.0f}')} | "
+                     f"{R.num(v['p50']['after'], '{:,.0f}')} | {_ci(v['ratio_p50'])} | "
+                     f"{R.num(v['mean']['before'], '{:,.0f}')} | "
+                     f"{R.num(v['mean']['after'], '{:,.0f}')} | "
+                     f"{R.num(v['ratio_mean'], '{:.3f}')} |")
+    lines += ["", f"A stage's ratio is left out where its before median or mean is under "
+              f"{MIN_STAGE_MS:g} ms (the timer's noise), its interval with fewer than "
+              f"{MIN_CI_PAIRS} paired answers.", "", "## Cost per answer", "",
+              "| | before | after | after/before |", "|---|---:|---:|---:|"]
+    for key, label in (("prompt_tokens", "prompt tokens"),
+                       ("completion_tokens", "completion tokens"),
+                       ("llm_calls", "LLM calls"), ("cpu_seconds", "CPU seconds")):
+        t = figures["tokens"][key]
+        lines.append(f"| {label} | {R.num(t['before'], '{:,.2f}')} | "
+                     f"{R.num(t['after'], '{:,.2f}')} | "
+                     f"{R.num(_ratio(t['before'], t['after']), '{:.3f}')} |")
+    lines += ["", "## Same answers?", "",
+              f"- identical answer text: {same['answer']} of {n}",
+              f"- identical context (the chunk ids given to the generator, in order): "
+              f"{same['context']} of {n}",
+              f"- identical routing (the filings chosen): {same['routing']} of {n}", ""]
+    if same["differing"]:
+        shown = ", ".join(str(q) for q in same["differing"][:15])
+        more = len(same["differing"]) - 15
+        lines += [f"Answers that differ: {shown}" + (f" and {more} more" if more > 0 else "")
+                  + ". Routing or retrieval changes between the revisions change the context, "
+                  "and so the answer; that is reported here, not a failure.", ""]
+    lines += [*[f"![{f}]({f})" for f in files], ""]
+    return "\n".join(lines)
+
+
+# --- command --------------------------------------------------------------------------------
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    from benchmarks import report as R
+
+    p = argparse.ArgumentParser(prog="python -m benchmarks.perf_compare",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--before", required=True, help="the older revision (a commit, tag, ...)")
+    p.add_argument("--after", default="HEAD", help="the newer revision (default HEAD; a "
+                   "worktree of the commit: uncommitted changes are not measured)")
+    p.add_argument("--index", type=Path, required=True, help="index folder both sides read")
+    p.add_argument("--profile", default="cpu")
+    p.add_argument("--questions", type=Path, default=R.SHARED / "questions.dev.jsonl")
+    p.add_argument("--system", default="hdrr")
+    p.add_argument("--no-generate", action="store_true", help="stop after retrieval")
+    p.add_argument("--requests", type=int, default=30, help="answers per side (p95 from 30)")
+    p.add_argument("--block", type=int, default=5, help="questions per block (sides alternate "
+                   "block by block)")
+    p.add_argument("--warmup", type=int, default=1, help="answers per side before timing")
+    p.add_argument("--timeout-s", type=float, default=1800.0, help="longest wait for one "
+                   "worker reply (a load, a block)")
+    p.add_argument("--python", default=sys.executable, help="interpreter of the workers")
+    p.add_argument("--name", default=None, help="results folder name (default "
+                   "perf_compare_<profile>)")
+    p.add_argument("--out", type=Path, default=None, help="results folder (overrides --name)")
+    p.add_argument("--quiet", action="store_true")
+    args = p.parse_args(argv)
+    args.prog, args.argv = p.prog, sys.argv[1:] if argv is None else argv
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    from benchmarks import report as R
+    from benchmarks import serve_load as L
+
+    args = parse_args(argv)
+    if args.requests < 1 or args.block < 1 or args.warmup < 0:
+        raise ValueError("--requests and --block must be >= 1, --warmup >= 0")
+    if not (args.index / "catalog.sqlite").is_file():
+        raise FileNotFoundError(f"no index at {args.index} (expected catalog.sqlite)")
+    questions = L.load_questions(args.questions)
+    revs = {"before": resolve(args.before), "after": resolve(args.after)}
+    config = {"before": revs["before"]["commit"], "after": revs["after"]["commit"],
+              "profile": args.profile, "index": R.shown_path(args.index.resolve()),
+              "questions": R.shown_path(args.questions), "system": args.system,
+              "generate": not args.no_generate, "requests": args.requests,
+              "block": args.block, "warmup": args.warmup}
+    out = R.results_dir(args.name or f"perf_compare_{args.profile}", args.out)
+    result = run_compare(revs, index=args.index, profile=args.profile, questions=questions,
+                         requests=args.requests, block=args.block, system=args.system,
+                         generate=not args.no_generate, warmup=args.warmup,
+                         python=args.python, timeout_s=args.timeout_s,
+                         progress=not args.quiet)
+    result["revs"] = revs
+    result["meta"] = {"command": R.command_line(args), "config_hash": R.config_hash(config),
+                      "profile": args.profile, "system": args.system,
+                      "generate": not args.no_generate, "warmup": args.warmup,
+                      "block": args.block, "index": config["index"],
+                      "questions_file": config["questions"],
+                      "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
+                                 f"{platform.python_version()}"}
+    figures = summarise(result)
+    files = [plot(result, figures, out, f"{args.profile}, {args.system}")]
+    R.write_json(out / "results.json", {**result, "figures": figures})
+    (out / "report.md").write_text(report(result, figures, files), encoding="utf-8")
+    t = figures["total"]
+    print(f"p50 after/before {_ci(t)}; identical answers {figures['same']['answer']} of "
+          f"{figures['same']['n']}")
+    print(f"report: {out / 'report.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == "--worker":
+        sys.exit(worker(Path(sys.argv[2])))
+    sys.exit(main())
