@@ -313,6 +313,21 @@ def ratio_ci(before: list[float], after: list[float], *, n: int = 4000, seed: in
     return ci
 
 
+def per_question_ratio(before: list[float], after: list[float], *, n: int = 4000,
+                       seed: int = 0) -> dict[str, Any]:
+    """Median over questions of after/before for the same question, with its bootstrap
+    interval (from ``MIN_CI_PAIRS`` pairs): insensitive to how fast and slow questions mix,
+    which moves a median of latencies when the workload has two kinds of answer."""
+    from benchmarks.stats import bootstrap_ci
+
+    ratios = [a / b for b, a in zip(before, after) if b > 0]
+    if len(ratios) < MIN_CI_PAIRS:
+        return {"estimate": _median(ratios), "low": None, "high": None, "n": len(ratios)}
+    import numpy as np
+
+    return bootstrap_ci(ratios, np.median, n=n, seed=seed)
+
+
 def _ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None or a <= 0 else b / a
 
@@ -336,6 +351,7 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
              for s in SIDES}
     lat = {s: [r["latency_ms"] for r in rows[s]] for s in SIDES}
     total = ratio_ci(lat["before"], lat["after"])
+    per_question = per_question_ratio(lat["before"], lat["after"])
     stage_names = list(dict.fromkeys(st for s in SIDES for r in rows[s]
                                      for st in (r.get("timings_ms") or {}) if st != "total"))
     stages = {}
@@ -361,7 +377,8 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
             "routing": sum(b["routing_docs"] == a["routing_docs"] for b, a in pairs),
             "n": len(pairs),
             "differing": [b["question_id"] for b, a in pairs if b["answer"] != a["answer"]]}
-    return {"sides": sides, "total": total, "stages": stages, "same": same,
+    return {"sides": sides, "total": total, "per_question": per_question, "stages": stages,
+            "same": same,
             "tokens": {k: {s: sides[s][k] for s in SIDES} for k in
                        ("prompt_tokens", "completion_tokens", "llm_calls", "cpu_seconds")}}
 
@@ -473,6 +490,9 @@ def report(result: dict[str, Any], figures: dict[str, Any], files: list[str]) ->
               f"after {_ms(sides['after']['latency_ms']['p50'])} s; **after/before "
               f"{_ci(total)}** (ratio of medians over {n} paired questions"
               f"{', 95% bootstrap interval' if total['low'] is not None else ''}): {verdict}.",
+              "", f"Median over questions of each question's after/before latency: "
+              f"{_ci(figures['per_question'])} (not moved by the mix of fast and slow answers, "
+              "e.g. the facts route's against a generated answer).",
               "", "## Latency per answer (s)", "",
               "| side | answers | p50 | p95 | mean | max |", "|---|---:|---:|---:|---:|---:|"]
     for side in SIDES:

@@ -36,6 +36,10 @@ def test_ratio_of_medians_and_its_paired_interval():
     assert PC.ratio_ci([0.2] * 10, [0.1] * 10, floor=1.0)["estimate"] is None  # sub-ms stage
     with pytest.raises(ValueError):
         PC.ratio_ci([1.0], [1.0, 2.0])
+    per_q = PC.per_question_ratio(before, after, n=500)
+    ratios = sorted(a / b for b, a in zip(before, after))
+    assert per_q["estimate"] == pytest.approx((ratios[4] + ratios[5]) / 2)
+    assert per_q["low"] <= per_q["estimate"] <= per_q["high"]
 
 
 @pytest.mark.integration
@@ -60,6 +64,7 @@ def test_two_revisions_alternate_on_the_tiny_profile(tmp_path, demo_index, demo_
     fig = res["figures"]
     assert fig["same"] == {"answer": 2, "context": 2, "routing": 2, "n": 2, "differing": []}
     assert fig["total"]["estimate"] > 0 and fig["total"]["n"] == 2
+    assert fig["per_question"]["estimate"] > 0 and fig["per_question"]["low"] is None
     assert fig["stages"]["generate"]["ratio_p50"]["estimate"] > 0
     assert fig["sides"]["before"]["latency_ms"]["p95"] is None  # 2 answers: no tail
     report = (out / "report.md").read_text()
