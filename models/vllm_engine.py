@@ -26,6 +26,9 @@ from models.llm import Completion, SamplingParams, StructuredOutputError
 
 T = TypeVar("T", bound=BaseModel)
 
+# vLLM logs to stdout unless told otherwise, where finrag prints its results (`--json`)
+os.environ.setdefault("VLLM_LOGGING_STREAM", "ext://sys.stderr")
+
 # Retries of generate_json sample (never greedy: a greedy retry would repeat the failure).
 RETRY_TEMPERATURE = 0.7
 

@@ -606,6 +606,13 @@ class Ingress:
 
     @api.get("/metrics", summary="Prometheus metrics")
     async def metrics_text(self):
+        if self._pipeline is not None:  # the generator's engine statistics, when it answers
+            try:
+                self.metrics.engine(await asyncio.wait_for(
+                    _awaited(self.handles["generator"].engine_stats.remote()),
+                    self.cfg.limits.health_timeout_s))
+            except Exception as exc:  # the metrics page never fails for them
+                log.warning("generator engine statistics unavailable: %s", _first_line(exc))
         return Response(self.metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
 

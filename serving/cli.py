@@ -167,7 +167,9 @@ def cmd_models(args) -> int:
                              progress=args.action == "prepare" and not args.json)
             rows.append({"role": role, "kind": spec.kind, "model": spec.model, "source": w.source,
                          "path": w.path, "size_bytes": w.size_bytes,
-                         "state": "verified" if w.verified else "unverified (not a pinned file)",
+                         "state": "verified" if w.verified else
+                         "built here (random weights, for tests)" if w.source == "built" else
+                         "unverified (not a pinned file)",
                          "install": w.requirement})
         except WeightsError as e:
             failed = True

@@ -7,6 +7,7 @@ here: ``build_app`` applies them from the config (``deploy/*.yaml``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import queue
 import threading
 import time
@@ -162,13 +163,19 @@ class Reranker:
         from models.profiles import load_reranker
 
         self.reranker = load_reranker(_profile(AppConfig.model_validate(config)), role)
+        # Serve runs concurrent calls in threads; an LLM scorer's engine takes one at a time
+        # (vLLM's offline engine is not thread-safe: two calls at once left one waiting
+        # forever for outputs the other had taken)
+        self._lock = (threading.Lock() if hasattr(self.reranker, "engine")
+                      else contextlib.nullcontext())
 
     def describe(self) -> tuple[str, str]:
         return self.reranker.model_id, getattr(self.reranker, "name", type(self.reranker).__name__)
 
     def score(self, query: str, passages: list[str]):
-        scores = self.reranker.score(query, passages)
-        usage = getattr(self.reranker, "last_usage", None)
+        with self._lock:
+            scores = self.reranker.score(query, passages)
+            usage = getattr(self.reranker, "last_usage", None)
         return [float(s) for s in scores], dict(usage) if usage else None
 
 
@@ -228,6 +235,12 @@ class Generator:
 
     def model_id(self) -> str:
         return self.engine.model_id
+
+    def engine_stats(self) -> dict:
+        """The engine's own step statistics where it keeps them (vLLM's async engine: steps,
+        and the most requests one step ran, the sign of continuous batching); else {}."""
+        stats = getattr(self.engine, "stats", None)
+        return stats() if callable(stats) else {}
 
     def tokenizer(self):
         return getattr(self.engine, "tokenizer", None)

@@ -29,6 +29,13 @@ class Metrics:
         self.llm_calls = Counter("finrag_llm_calls", "LLM calls by role", ["role"], registry=r)
         self.joules = Counter("finrag_energy_joules", "Energy of answers, where measured, by "
                               "source (nvml, rapl)", ["source"], registry=r)
+        self.engine_steps = Gauge("finrag_generator_engine_steps",
+                                  "Steps the generator's engine has run (vLLM engines)",
+                                  registry=r)
+        self.engine_max_running = Gauge(
+            "finrag_generator_engine_max_running",
+            "The most requests one generator engine step has run: above 1, concurrent "
+            "answers were generated together (continuous batching; vLLM engines)", registry=r)
         self.routing = Counter("finrag_routing", "Routing outcomes by status", ["status"],
                                registry=r)
 
@@ -46,6 +53,13 @@ class Metrics:
             self.joules.labels(answer.energy["source"]).inc(joules)
         if answer.routing is not None:
             self.routing.labels(answer.routing.status).inc()
+
+    def engine(self, stats: dict) -> None:
+        """The generator engine's statistics (``Generator.engine_stats``), where it keeps any."""
+        if "steps" in stats:
+            self.engine_steps.set(stats["steps"])
+        if "max_running" in stats:
+            self.engine_max_running.set(stats["max_running"])
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

@@ -109,31 +109,41 @@ def main(work_dir: Path) -> dict:
 
     # The yes/no relevance scorer through the engine's next-token log-probabilities, against
     # the same scorer on the transformers engine over the same weights (both float32).
-    from models.rerankers import LLMRelevanceScorer
-    from models.transformers_engine import TransformersEngine
-
     t = time.perf_counter()
-    query = "What was AAPL revenue in FY2024?"
-    passages = [f"{tk} reported revenue of {n}.{n % 7} million in FY{y} ({n % 40}%)."
-                for tk, n, y in (("AAPL", 391, 2024), ("KO", 45, 2019), ("AAPL", 12, 2001),
-                                 ("XOM", 350, 2022), ("JPM", 7, 2030), ("NVDA", 130, 2025),
-                                 ("WMT", 648, 2024), ("BA", 77, 2020))]
-    on_vllm = LLMRelevanceScorer(engine, batch_size=3).score(query, passages)
-    hf = TransformersEngine(model_dir, model_id="tiny")
-    on_hf = LLMRelevanceScorer(hf, batch_size=3).score(query, passages)
+    agreement = scorer_agreement(engine, model_dir)
     timings["scorer_s"] = time.perf_counter() - t
-    rho = _spearman(on_vllm, on_hf)
-    check("scorer_one_score_per_passage", len(on_vllm) == len(passages), len(on_vllm))
+    on_vllm, on_hf = agreement["vllm"], agreement["transformers"]
+    check("scorer_one_score_per_passage", len(on_vllm) == len(SCORER_PASSAGES), len(on_vllm))
     check("scorer_probabilities", all(0.0 <= x <= 1.0 for x in on_vllm), on_vllm)
-    check("scorer_matches_transformers",
-          max(abs(a - b) for a, b in zip(on_vllm, on_hf)) < 1e-3, (on_vllm, on_hf))
-    check("scorer_rank_correlation", rho > 0.95, rho)
+    check("scorer_matches_transformers", agreement["max_abs_diff"] < 1e-3, (on_vllm, on_hf))
+    check("scorer_rank_correlation", agreement["spearman"] > 0.95, agreement["spearman"])
 
     samples = {"text": [c.text for c in completions],
                "json": [c.text for _, c in results],
                "completion_tokens": [c.completion_tokens for c in completions]}
-    samples["scorer"] = {"vllm": on_vllm, "transformers": on_hf, "spearman": rho}
+    samples["scorer"] = agreement
     return {"failures": failures, "checks": checks, "timings": timings, "samples": samples}
+
+
+SCORER_QUERY = "What was AAPL revenue in FY2024?"
+SCORER_PASSAGES = [f"{tk} reported revenue of {n}.{n % 7} million in FY{y} ({n % 40}%)."
+                   for tk, n, y in (("AAPL", 391, 2024), ("KO", 45, 2019), ("AAPL", 12, 2001),
+                                    ("XOM", 350, 2022), ("JPM", 7, 2030), ("NVDA", 130, 2025),
+                                    ("WMT", 648, 2024), ("BA", 77, 2020))]
+
+
+def scorer_agreement(engine, model_dir) -> dict:
+    """The yes/no relevance scorer over the same passages on a vLLM ``engine`` and on the
+    transformers engine over the same weights (``model_dir``): both score lists, their
+    largest difference and Spearman's rank correlation."""
+    from models.rerankers import LLMRelevanceScorer
+    from models.transformers_engine import TransformersEngine
+
+    on_vllm = LLMRelevanceScorer(engine, batch_size=3).score(SCORER_QUERY, SCORER_PASSAGES)
+    hf = TransformersEngine(model_dir, model_id="tiny")
+    on_hf = LLMRelevanceScorer(hf, batch_size=3).score(SCORER_QUERY, SCORER_PASSAGES)
+    return {"vllm": on_vllm, "transformers": on_hf, "spearman": _spearman(on_vllm, on_hf),
+            "max_abs_diff": max(abs(a - b) for a, b in zip(on_vllm, on_hf))}
 
 
 def _spearman(a: list[float], b: list[float]) -> float:
