@@ -43,6 +43,26 @@ def variant_dirs(cfg: AppConfig) -> dict[str, str]:
     return found
 
 
+class OneCallAtATime:
+    """An engine that Serve's threads share, taking one call at a time: neither vLLM's offline
+    engine nor the transformers engine (stateful JSON processors) is thread-safe, and two
+    calls at once can leave one waiting forever. Attributes pass through."""
+
+    def __init__(self, engine):
+        self._engine, self._lock = engine, threading.Lock()
+
+    def __getattr__(self, name: str):
+        attr = getattr(self._engine, name)
+        if not callable(attr):
+            return attr
+
+        def locked(*args, **kwargs):
+            with self._lock:
+                return attr(*args, **kwargs)
+
+        return locked
+
+
 def generator_ledger(profile, role: str, *, cuda_devices: int | None = None):
     """The ledger that charges each request its token share of the generator's GPU, where the
     role runs on one (NVML over that device only). None on the CPU: the Ingress's own window
@@ -320,7 +340,7 @@ class Router:
             else:
                 from models.profiles import load_llm
 
-                llm = lambda: load_llm(prof, "router")  # noqa: E731
+                llm = lambda: OneCallAtATime(load_llm(prof, "router"))  # noqa: E731
         self.router = Resolver(self.index, CompanyTable.load(cfg.companies), llm=llm,
                                content_scorer=make_content_scorer(self.index,
                                                                   RemoteEmbedder(embedder)))

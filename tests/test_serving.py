@@ -198,3 +198,38 @@ def test_sigterm_shuts_down_cleanly(served):
     assert ray_pids(served["raydir"]) == []
     with pytest.raises(OSError):
         get_json(served["url"] + "/healthz", timeout=5)
+
+
+def test_an_engine_shared_by_serve_threads_takes_one_call_at_a_time():
+    """The Router deployment's own engine (router model != generator model) is called from
+    Serve's threads: the wrapper lets one call in at a time and passes attributes through."""
+    import threading
+    import time as _time
+
+    from serving.deployments import OneCallAtATime
+
+    class Engine:
+        model_id = "m"
+
+        def __init__(self):
+            self.inside, self.most = 0, 0
+
+        def generate_json(self, prompts, schema=None):
+            self.inside += 1
+            self.most = max(self.most, self.inside)
+            _time.sleep(0.02)
+            self.inside -= 1
+            return [len(p) for p in prompts]
+
+    engine = Engine()
+    shared = OneCallAtATime(engine)
+    out = []
+    threads = [threading.Thread(target=lambda: out.append(shared.generate_json(["ab", "c"])))
+               for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=10)
+    assert out == [[2, 1]] * 8
+    assert engine.most == 1
+    assert shared.model_id == "m"
