@@ -139,8 +139,6 @@ def main(argv: list[str] | None = None) -> int:
     routes_path = out / "routes.jsonl"
 
     profile = load_config().active(args.profile)
-    weights = resolve_role(profile, "router", prepare=True, progress=True)
-    call = router_call(args.engine, weights.path, profile.role("router").model, args.attempts)
     table = CompanyTable.load()
     questions = [json.loads(l) for l in args.questions.read_text().splitlines() if l.strip()]
     questions = questions[: args.limit] if args.limit else questions
@@ -152,9 +150,13 @@ def main(argv: list[str] | None = None) -> int:
                 done[row["id"]] = row
     meter = select_meter()
     params = SamplingParams(max_tokens=args.max_tokens)
+    todo = [q for q in questions if q["financebench_id"] not in done]
+    if todo:  # a finished run only rewrites its report: no model is loaded
+        weights = resolve_role(profile, "router", prepare=True, progress=True)
+        call = router_call(args.engine, weights.path, profile.role("router").model,
+                           args.attempts)
     with routes_path.open("a") as sink:
-        for q in tqdm([q for q in questions if q["financebench_id"] not in done], unit="q",
-                      desc=f"routing ({args.profile})"):
+        for q in tqdm(todo, unit="q", desc=f"routing ({args.profile})"):
             gold = parse_filename(q["doc_name"], table)
             start = meter.start()
             failure = None

@@ -94,6 +94,9 @@ def write_comparison(folders: list[Path], out: Path, command: str) -> dict:
         raise ValueError(f"no question has rows in both {folders[0]} and {folders[1]}")
     names = [sa.get("engine", "transformers"), sb.get("engine", "transformers")]
     stats = {name: engine_stats([rows[q] for q in ids]) for name, rows in zip(names, (ra, rb))}
+    for name, rows in zip(names, (ra, rb)):  # a run may hold more questions than the other
+        stats[name]["run_questions"] = len(rows)
+        stats[name]["run_valid"] = sum(r["valid"] for r in rows.values())
     cross = cross_agreement(ra, rb, ids)
     out.mkdir(parents=True, exist_ok=True)
     results = {"command": command, "model": sa["model"], "runs": [str(f) for f in folders],
@@ -120,6 +123,7 @@ def _report(results: dict, names: list[str], folders: list[Path], out: Path) -> 
     n = cross["questions"]
     lines = [
         f"# Router JSON: {' vs '.join(names)} on {n} questions", "",
+        f"Side by side: the {n} questions both runs hold rows for.", "",
         f"Model: {results['model']}, the same weights folder on both engines (float32), the same "
         "chat prompt (`models/router_schema.py`, `router_messages`), the same schema "
         f"(`RouterOutput`), greedy decoding, {results['attempts'][0]} / {results['attempts'][1]} "
@@ -138,6 +142,9 @@ def _report(results: dict, names: list[str], folders: list[Path], out: Path) -> 
         lines.append(f"| {label} | " + " | ".join(fmt(stats[e]) for e in names) + " |")
 
     row("schema-valid", lambda s: f"**{s['valid']}/{s['questions']}**")
+    if any(s["run_questions"] != n for s in stats.values()):
+        row("schema-valid over all the run's questions (not only the shared ones)",
+            lambda s: f"{s['run_valid']}/{s['run_questions']}")
     for kind in FAILURES:
         row(f"invalid: {kind}", lambda s, k=kind: str(s["failures"][k]))
     row("company agrees with the filing", lambda s: f"{s['company_agrees']}/{s['questions']}")
