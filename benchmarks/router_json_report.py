@@ -41,7 +41,7 @@ def cross_agreement(rows_a: dict[str, dict], rows_b: dict[str, dict], ids: list[
     years, companies (case-insensitive sets) and the same whole object."""
     out = {"questions": len(ids), "both_valid": 0, "tickers": 0, "fiscal_years": 0,
            "companies": 0, "tickers_and_years": 0, "identical_json": 0,
-           "same_prompt_tokens": 0, "differences": []}
+           "same_prompt_tokens": 0, "same_field": {}, "differences": []}
     for qid in ids:
         a, b = rows_a[qid], rows_b[qid]
         if a["usage"].get("prompt_tokens") == b["usage"].get("prompt_tokens"):
@@ -59,6 +59,8 @@ def cross_agreement(rows_a: dict[str, dict], rows_b: dict[str, dict], ids: list[
             out[k] += v
         out["tickers_and_years"] += same["tickers"] and same["fiscal_years"]
         out["identical_json"] += a["route"] == b["route"]
+        for k in a["route"]:  # every field as written, order included
+            out["same_field"][k] = out["same_field"].get(k, 0) + (a["route"][k] == b["route"][k])
         for k in ("companies", "tickers", "fiscal_years"):
             if not same[k]:
                 out["differences"].append({"id": qid, "what": k, "a": a["route"][k],
@@ -76,6 +78,8 @@ def engine_stats(rows: list[dict]) -> dict:
         "company_agrees": sum(r["company_match"] for r in rows),
         "year_agrees": sum(r["year_match"] for r in rows),
         "both_agree": sum(r["company_match"] and r["year_match"] for r in rows),
+        "empty_metric": sum(r["valid"] and not r["route"]["metric"] for r in rows),
+        "empty_search_query": sum(r["valid"] and not r["route"]["search_query"] for r in rows),
         "mean_prompt_tokens": sum(r["usage"].get("prompt_tokens", 0) for r in rows) / n,
         "mean_completion_tokens": sum(r["usage"].get("completion_tokens", 0) for r in rows) / n,
         "max_completion_tokens": max(r["usage"].get("completion_tokens", 0) for r in rows),
@@ -150,6 +154,9 @@ def _report(results: dict, names: list[str], folders: list[Path], out: Path) -> 
     row("company agrees with the filing", lambda s: f"{s['company_agrees']}/{s['questions']}")
     row("fiscal year agrees with the filing", lambda s: f"{s['year_agrees']}/{s['questions']}")
     row("both agree", lambda s: f"{s['both_agree']}/{s['questions']}")
+    row("empty `metric` (valid outputs)", lambda s: f"{s['empty_metric']}/{s['valid']}")
+    row("empty `search_query` (valid outputs)",
+        lambda s: f"{s['empty_search_query']}/{s['valid']}")
     row("mean prompt tokens", lambda s: f"{s['mean_prompt_tokens']:.1f}")
     row("mean / max completion tokens",
         lambda s: f"{s['mean_completion_tokens']:.1f} / {s['max_completion_tokens']}")
@@ -169,10 +176,15 @@ def _report(results: dict, names: list[str], folders: list[Path], out: Path) -> 
         f"| companies (case-insensitive) | {cross['companies']}/{cross['both_valid']} |",
         f"| whole JSON object | {cross['identical_json']}/{cross['both_valid']} |",
         f"| prompt tokens | {cross['same_prompt_tokens']}/{n} |", "",
+        "Each field exactly as written (lists in their order): "
+        + ", ".join(f"`{k}` {v}/{cross['both_valid']}" for k, v in cross["same_field"].items())
+        + ".", "",
         "Over the questions both engines answered with valid JSON, as sets. The grammars differ "
         "in whitespace: Outlines allows one optional space between JSON tokens, vLLM's xgrammar "
         "runs with `disable_any_whitespace` (compact JSON), so the texts differ even where the "
-        "objects agree, and the model's next token can follow a different context.", "",
+        "objects agree, and the model's next token follows a different context. The prompt's "
+        "few-shot answers are written with a space after `:` and `,`: compact JSON leaves them, "
+        "a likely (untested) reason for fields left empty on one engine only.", "",
         "![router JSON](router_json.png)", "", "## Differences", "",
     ]
     if cross["differences"]:

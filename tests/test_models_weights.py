@@ -49,3 +49,29 @@ def test_embedder_gives_unit_float32_vectors(embedder):
 
 def test_faiss_cpu_alone_is_installed():
     check_faiss_install()
+
+
+def test_converted_copy_loads_without_its_gguf_package(tmp_path, monkeypatch):
+    """A second venv (vLLM's) has the converted transformers folder but not the GGUF's package:
+    the copy's own recorded hashes are enough; a damaged copy is still an error."""
+    import json
+
+    from models.weights import PackagedGGUF, cache_dir, sha256_file, transformers_dir
+
+    monkeypatch.setenv("FINRAG_CACHE", str(tmp_path / "cache"))
+    gguf = PackagedGGUF("x/y", "tiny.gguf", (("not_a_real_pkg_zz", "tiny.gguf"),),
+                        ("not-a-real-pkg==1.0",), "ab" * 32)
+    folder = cache_dir() / "transformers" / f"tiny-{gguf.sha256[:12]}"
+    folder.mkdir(parents=True)
+    (folder / "model.safetensors").write_bytes(b"weights")
+    (folder / "finrag-converted.json").write_text(json.dumps(
+        {"model_id": "x/y", "source": "tiny.gguf", "source_sha256": gguf.sha256,
+         "files": {"model.safetensors": sha256_file(folder / "model.safetensors")}}))
+    assert transformers_dir(gguf) == folder
+    (folder / "model.safetensors").write_bytes(b"damaged")
+    os.utime(folder / "model.safetensors", ns=(1, 1))
+    with pytest.raises(WeightsError, match="sha256 mismatch"):
+        transformers_dir(gguf)
+    shutil.rmtree(folder)  # nothing converted: the package is needed, and named
+    with pytest.raises(WeightsError, match="not-a-real-pkg==1.0"):
+        transformers_dir(gguf)

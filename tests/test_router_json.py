@@ -53,6 +53,8 @@ def test_cross_agreement_compares_fields_as_sets():
     assert (got["both_valid"], got["tickers"], got["fiscal_years"], got["companies"]) == (2, 2, 1, 2)
     assert got["tickers_and_years"] == 1 and got["identical_json"] == 0
     assert got["same_prompt_tokens"] == 3
+    # as written, order and case count
+    assert got["same_field"] == {"companies": 1, "fiscal_years": 0, "tickers": 2}
     assert {(d["id"], d["what"]) for d in got["differences"]} == {("q2", "fiscal_years"),
                                                                   ("q3", "validity")}
 
