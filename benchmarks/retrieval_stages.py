@@ -47,12 +47,17 @@ STAGES: dict[str, dict] = {
     "top20": {"cascade": {"large_top_m": 20}},
     # the large stage named by --large (kind:model), over the light stage's top M
     "large": {"pipeline": {"large_rerank": True}},
+    # HyDE: a hypothetical passage (dense side, with the question) and keywords (FTS side)
+    # from the router LLM; hydep embeds the passage alone
+    "hyde": {"pipeline": {"query_expansion": True, "expansion_dense": "question+passage"}},
+    "hydep": {"pipeline": {"query_expansion": True, "expansion_dense": "passage"}},
 }
 
 
 # every stage off: the baseline, whatever the profile's own settings are
 OFF: dict = {"pipeline": {"normalize_query": False, "fts_weighted": False, "k_reciprocal": False,
-                          "table_records": 0, "light_rerank": True, "large_rerank": False},
+                          "table_records": 0, "light_rerank": True, "large_rerank": False,
+                          "query_expansion": False},
              "cascade": {"prior_fusion": False}}
 
 
@@ -276,13 +281,13 @@ def _report(summary: dict, configs: list[str], meta: dict) -> str:
         s = summary[split]
         lines += [f"## {split} ({next(iter(s.values()))['n'] if s else 0} questions)", "",
                   "| configuration | hit@5 | hit@10 | MRR | NDCG@10 | retrieval ms (mean) "
-                  "| LLM tokens / q |", "|---|---|---|---|---|---:|---:|"]
+                  "| LLM tokens / q | LLM calls / q |", "|---|---|---|---|---|---:|---:|---:|"]
         for c in configs:
             if c in s:
                 e = s[c]
                 lines.append(f"| {c} | {ci(e['hit5'])} | {ci(e['hit10'])} | {ci(e['rr'])} | "
                              f"{ci(e['ndcg10'])} | {e['retrieval_ms_mean']:,.0f} | "
-                             f"{e['llm_tokens_mean']:,.0f} |")
+                             f"{e['llm_tokens_mean']:,.0f} | {e['llm_calls_mean']:.2f} |")
         lines += ["", "Paired differences against baseline:", "",
                   "| configuration | Δ hit@5 | Δ hit@10 | Δ MRR | Δ NDCG@10 | added ms (mean) |",
                   "|---|---|---|---|---|---:|"]
@@ -341,6 +346,10 @@ def main(argv: list[str] | None = None) -> int:
                         "llm-scorer:Qwen/Qwen2.5-Coder-1.5B-Instruct")
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--note", default="")
+    p.add_argument("--report-only", action="store_true",
+                   help="compute nothing: the report over the rows already in rows.jsonl, on "
+                        "the questions that have a row for every configuration run on their "
+                        "half (a run stopped part-way, paired on the same questions)")
     args = p.parse_args(argv)
     configs = [c for c in args.configs.split(",") if c]
     if "baseline" not in configs:
@@ -357,6 +366,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.split != "all":
         questions = [q for q in questions if splits.get(q.id) == args.split]
 
+    if args.report_only:
+        return _report_only(args, argv, configs, parsed, questions, splits, out)
     pipe = Pipeline.load(args.index, profile=args.profile)
     # baseline: the profile with every stage option off, whatever the profile turns on
     base = pipe.profile.model_copy(update={
@@ -382,14 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     n_relevant = {q.id: relevant_chunks(pipe.index, q.doc_name, q.pages) for q in questions}
 
     rows_path = out / "rows.jsonl"
-    done: dict[tuple[str, str], dict] = {}
-    if rows_path.is_file():
-        for line in rows_path.read_text().splitlines():
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            done[(row["config"], row["id"])] = row
+    done = _read_rows(rows_path)
     rows = []
     try:
         with open(rows_path, "a", encoding="utf-8") as sink:
@@ -416,6 +420,41 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         pipe.close()
 
+    _write(args, argv, configs, parsed, questions, splits, rows, out)
+    return 0
+
+
+def _read_rows(path: Path) -> dict[tuple[str, str], dict]:
+    done: dict[tuple[str, str], dict] = {}
+    if path.is_file():
+        for line in path.read_text().splitlines():
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            done[(row["config"], row["id"])] = row
+    return done
+
+
+def _report_only(args, argv, configs, parsed, questions, splits, out: Path) -> int:
+    from retrieval.store.index import Index
+
+    with Index.open(args.index) as index:
+        indexed = {d.doc_id for d in index.documents()}
+    questions = [q for q in questions if q.doc_name in indexed][: args.limit]
+    done = _read_rows(out / "rows.jsonl")
+    # the configurations run on each half: a question counts when it has a row for each
+    ran = {half: [c for c in configs if any((c, q.id) in done for q in questions
+                                            if splits.get(q.id) == half)]
+           for half in ("tune", "test")}
+    questions = [q for q in questions
+                 if all((c, q.id) in done for c in ran.get(splits.get(q.id), configs))]
+    rows = [done[(c, q.id)] for q in questions for c in configs if (c, q.id) in done]
+    _write(args, argv, configs, parsed, questions, splits, rows, out)
+    return 0
+
+
+def _write(args, argv, configs, parsed, questions, splits, rows, out: Path) -> None:
     summary = summarize(rows, configs, splits)
     command = "python -m benchmarks.retrieval_stages " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
@@ -434,7 +473,6 @@ def main(argv: list[str] | None = None) -> int:
     _plots(summary, configs, out, args.timed)
     (out / "report.md").write_text(_report(summary, configs, meta))
     print((out / "report.md").read_text())
-    return 0
 
 
 if __name__ == "__main__":

@@ -77,6 +77,11 @@ class PipelineSettings(BaseModel):
     k_reciprocal_lambda: float = 0.5  # weight of the stage's own score against Jaccard
     table_records: int = 0  # a routed filing's best N tables join its candidates as JSON rows
     light_rerank: bool = True  # False: the retrievers' fused order is the final ranking
+    # HyDE: HDRR's dense side also embeds a hypothetical filing passage the router LLM writes
+    # (in the routing call when one is made, else one call of its own) and its full-text side
+    # adds the call's keywords (models.router_schema.QueryExpansion)
+    query_expansion: bool = False
+    expansion_dense: Literal["question+passage", "passage"] = "question+passage"
 
 
 class Profile(BaseModel):

@@ -345,11 +345,14 @@ class Router:
                                content_scorer=make_content_scorer(self.index,
                                                                   RemoteEmbedder(embedder)))
 
-    def route(self, question: str):
-        return self.router.route(question)
+    def route(self, question: str, expand: bool = False):
+        return self.router.route(question, expand)
 
-    def extract(self, question: str):
-        return self.router.extract(question)
+    def extract(self, question: str, expand: bool = False):
+        return self.router.extract(question, expand)
+
+    def expand(self, question: str):
+        return self.router.expand(question)
 
     def stats(self) -> dict[str, Any]:
         return dict(self.router.stats)

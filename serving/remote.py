@@ -241,14 +241,17 @@ class RemoteRouter:
     def __init__(self, handle):
         self.handle = handle
 
-    def route(self, question: str):
+    def route(self, question: str, expand: bool = False):
         t0 = time.perf_counter()
-        routing = wait(self.handle.route.remote(question))
+        routing = wait(self.handle.route.remote(question, expand))
         routing.latency_ms = (time.perf_counter() - t0) * 1000
         return routing
 
-    def extract(self, question: str):
-        return wait(self.handle.extract.remote(question))
+    def extract(self, question: str, expand: bool = False):
+        return wait(self.handle.extract.remote(question, expand))
+
+    def expand(self, question: str):
+        return wait(self.handle.expand.remote(question))
 
     @property
     def stats(self) -> dict[str, Any]:

@@ -246,8 +246,11 @@ def test_stage_configurations_compose_and_the_choice_is_made_on_tune():
                                "k_reciprocal": True, "k_reciprocal_lambda": 0.3}
     assert cfg["cascade"] == {"prior_fusion": True}
     assert parse_config("baseline") == {"pipeline": {}, "cascade": {}}
+    assert parse_config("prior+hydep") == {
+        "pipeline": {"query_expansion": True, "expansion_dense": "passage"},
+        "cascade": {"prior_fusion": True}}
     with pytest.raises(ValueError, match="unknown stage"):
-        parse_config("norm+hyde")
+        parse_config("norm+splade")
 
     def e(h5, h10, rr):
         return {"hit5": {"estimate": h5}, "hit10": {"estimate": h10}, "rr": {"estimate": rr}}

@@ -457,6 +457,8 @@ class Resolver:
             extracted["search_query"] = llm_output.search_query
             extracted["keywords"] = list(llm_output.keywords)
             extracted["llm"] = llm_output.model_dump()
+            if getattr(llm_output, "passage", None) is not None:
+                extracted["passage"] = llm_output.passage
         picks = {m.key: self._pick(m.key, mentions, question) for m in mentions.companies}
         routed = [m for m in mentions.companies if picks[m.key].doc_ids]
         doc_ids = list(dict.fromkeys(d for m in routed for d in picks[m.key].doc_ids))
@@ -786,7 +788,9 @@ class Router:
             self._llm = self._llm()
         return self._llm
 
-    def route(self, question: str) -> Routing:
+    def route(self, question: str, expand: bool = False) -> Routing:
+        """``expand``: when the LLM is called, its output also carries the query expansion's
+        passage (``extracted["passage"]``), so the expansion needs no call of its own."""
         if not isinstance(question, str) or not question.strip():
             raise ValueError("empty question: routing needs the text of a question")
         started = time.perf_counter()
@@ -803,7 +807,7 @@ class Router:
             routing.latency_ms = (time.perf_counter() - started) * 1000
             return routing
         try:
-            output, call = self.extract(question)
+            output, call = self.extract(question, expand)
         except Exception as err:  # a failed call leaves the deterministic answer standing
             self.stats["llm_errors"] += 1
             routing.llm_called = True
@@ -817,15 +821,37 @@ class Router:
         routing.latency_ms = (time.perf_counter() - started) * 1000
         return routing
 
-    def extract(self, question: str) -> tuple[Any, LLMCall]:
-        """The router LLM's one constrained call: (RouterOutput, its cost)."""
-        from models.router_schema import RouterOutput, router_messages
+    def extract(self, question: str, expand: bool = False) -> tuple[Any, LLMCall]:
+        """The router LLM's one constrained call: (RouterOutput, its cost); with ``expand``
+        an ExpandedRouterOutput (the query expansion's passage too)."""
+        from models.llm import SamplingParams
+        from models.router_schema import ExpandedRouterOutput, RouterOutput, router_messages
 
         llm = self.llm
         self.stats["llm_calls"] += 1
-        [(output, completion)] = llm.generate_json([router_messages(question)], RouterOutput)
+        schema = ExpandedRouterOutput if expand else RouterOutput
+        # the passage adds up to ~100 tokens to the routing JSON
+        params = SamplingParams(max_tokens=384) if expand else None
+        [(output, completion)] = llm.generate_json([router_messages(question, expand)], schema,
+                                                   params)
         return output, LLMCall("router", getattr(llm, "model_id", "?"), completion.prompt_tokens,
                                completion.completion_tokens, completion.latency_s * 1000)
+
+    def expand(self, question: str) -> tuple[Any, LLMCall]:
+        """The query expansion's own call, for a question the deterministic pass routed
+        alone: (QueryExpansion, its cost). Needs the router LLM."""
+        from models.llm import SamplingParams
+        from models.router_schema import QueryExpansion, expansion_messages
+
+        llm = self.llm
+        if llm is None:
+            raise RuntimeError("query expansion needs the router LLM (the router has none)")
+        self.stats["expansion_calls"] += 1
+        [(output, completion)] = llm.generate_json([expansion_messages(question)],
+                                                   QueryExpansion, SamplingParams(max_tokens=192))
+        return output, LLMCall("expansion", getattr(llm, "model_id", "?"),
+                               completion.prompt_tokens, completion.completion_tokens,
+                               completion.latency_s * 1000)
 
 
 def make_content_scorer(index: Any, embedder: Any = None, k: int = 10) -> ContentScorer:

@@ -128,6 +128,7 @@ class _Run:
         self.preface = ""  # said before the generated text (what the facts do not hold)
         self.query_vector = None  # the last search's query embedding (k-reciprocal refinement)
         self.table_texts: dict[int, str] = {}  # table records among the candidates, by id
+        self.expansion: tuple[str, list[str]] | None = None  # (passage, keywords) of a router call
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -191,7 +192,9 @@ class Pipeline:
                         if any(stages.values()) else None)
         self._router = router  # built on first use unless given (serving passes a remote one)
         self._facts_answerer = facts  # likewise: the index's facts answerer
-        self._routes: dict[str, Routing] = {}
+        self._routes: dict[tuple[str, bool], Routing] = {}
+        # query expansion calls of their own: (passage, keywords, cost) per question
+        self._expansions: dict[str, tuple[str, list[str], LLMCall]] = {}
         self._table_searches: dict[int, Any] = {}  # per index: its tables as records
 
     # construction ---------------------------------------------------------------------
@@ -307,29 +310,32 @@ class Pipeline:
         return [run.answer for run, _, _ in runs]
 
     # steps --------------------------------------------------------------------------
-    def route(self, question: str) -> Routing:
+    def route(self, question: str, expand: bool = False) -> Routing:
         """Routing for a question, computed once per pipeline (its cost is still charged to
-        every answer that uses it)."""
+        every answer that uses it). ``expand``: a router-LLM call also writes the query
+        expansion's passage."""
         question = check_question(question)
-        routing = self._routes.get(question)
+        routing = self._routes.get((question, expand))
         if routing is None:
-            routing = self._routes[question] = self.router.route(question)
-            while len(self._routes) > ROUTES_CACHED:  # the oldest first (dicts keep order)
-                self._routes.pop(next(iter(self._routes)), None)
+            routing = self._routes[question, expand] = (
+                self.router.route(question, expand=True) if expand
+                else self.router.route(question))
+            _bound(self._routes)
         return routing
 
     def _route(self, run: _Run) -> Routing:
-        routing = self.route(run.answer.query)
+        expand = run.answer.system == "hdrr" and self.settings.query_expansion
+        routing = self.route(run.answer.query, expand)
         run.answer.routing = routing
         run.answer.calls.extend(routing.usage)
         run.add_time("route", routing.latency_ms or 0.0)
         return routing
 
     def _search(self, run: _Run, index: Index, query: str, doc_ids: list[str] | None,
-                fts_extra: str = "") -> list[Hit]:
+                fts_extra: str = "", dense_query: str | None = None) -> list[Hit]:
         s = self.settings
         with run.stage("embed_query"):
-            vector = self.embedder.encode([query])[0]
+            vector = self.embedder.encode([dense_query or query])[0]
         run.query_vector = vector
         with run.stage("search"):
             hits = index.search(f"{query} {fts_extra}".strip(), vector, k=s.fts_k + s.dense_k,
@@ -407,12 +413,17 @@ class Pipeline:
         return [by_id[i] for i in order], [by_id[i] for i in result.ids]
 
     def _retrieve(self, run: _Run, index: Index, query: str, doc_ids: list[str] | None = None,
-                  fts_extra: str = "") -> list[Hit]:
+                  fts_extra: str = "", passage: str | None = None) -> list[Hit]:
+        """``passage``: the query expansion's hypothetical passage, embedded for the dense
+        side (with the question or alone, ``expansion_dense``); the rerankers see the question."""
         if self.settings.normalize_query:
             from retrieval.store.query import normalize_query
 
             query = normalize_query(query)
-        hits = self._search(run, index, query, doc_ids, fts_extra)
+        dense = None
+        if passage:
+            dense = passage if self.settings.expansion_dense == "passage" else f"{query}\n{passage}"
+        hits = self._search(run, index, query, doc_ids, fts_extra, dense)
         if self.settings.table_records and doc_ids:
             hits = self._with_tables(run, index, f"{query} {fts_extra}", doc_ids, hits)
         ranked, kept = self._rerank(run, query, hits, self._refiner(run, index))
@@ -495,9 +506,12 @@ class Pipeline:
         run.answer.citations = cite(text, used) if used else []
 
     # systems ------------------------------------------------------------------------
-    def _cbr(self, run: _Run, index: Index | None = None) -> list[Block]:
+    def _cbr(self, run: _Run, index: Index | None = None,
+             expansion: tuple[str, list[str]] | None = None) -> list[Block]:
         index = index or self.index
-        return self._blocks(self._retrieve(run, index, run.answer.query), index=index)
+        passage, keywords = expansion or (None, [])
+        return self._blocks(self._retrieve(run, index, run.answer.query, None,
+                                           " ".join(keywords), passage), index=index)
 
     def _variant(self, run: _Run) -> list[Block]:
         variant = VARIANT_OF[run.answer.system]
@@ -523,12 +537,19 @@ class Pipeline:
         return blocks
 
     def _hdrr_documents(self, run: _Run, routing: Routing) -> list[Block]:
+        expansion = self._expansion(run, routing)
         if not routing.routed:
-            return self._cbr(run)
+            return self._cbr(run, expansion=expansion)
         _check_fan_out(routing)
         extracted = routing.extracted or {}
-        fts_extra = " ".join(extracted.get("keywords") or [])
-        kept_per_doc = [self._retrieve(run, self.index, run.answer.query, [d], fts_extra)
+        keywords = list(extracted.get("keywords") or [])
+        passage = None
+        if expansion is not None:
+            passage = expansion[0]
+            keywords = list(dict.fromkeys(keywords + expansion[1]))
+        fts_extra = " ".join(keywords)
+        kept_per_doc = [self._retrieve(run, self.index, run.answer.query, [d], fts_extra,
+                                       passage)
                         for d in routing.doc_ids]
         if len(kept_per_doc) == 1:
             return self._blocks(kept_per_doc[0])
@@ -538,6 +559,40 @@ class Pipeline:
         shares = fair_shares(self.settings.context_tokens, demands)
         return [b for kept, share in zip(kept_per_doc, shares) if share > 0
                 for b in self._blocks(kept, share)]
+
+    def _expansion(self, run: _Run, routing: Routing) -> tuple[str, list[str]] | None:
+        """The query expansion (``query_expansion``): (passage, keywords). From the router
+        LLM's call when routing or the facts route made one (one call per question, not two),
+        else one call of its own, made once per pipeline and charged to every answer that uses
+        it. None when the option is off or the call failed (the search goes on without it)."""
+        if not self.settings.query_expansion:
+            return None
+        extracted = routing.extracted or {}
+        source, found = "router call", None
+        if extracted.get("passage") is not None:
+            found = extracted["passage"], list(extracted.get("keywords") or [])
+        elif run.expansion is not None:
+            found = run.expansion
+        else:
+            question, source = run.answer.query, "expansion call"
+            cached = self._expansions.get(question)
+            if cached is None:
+                try:
+                    output, call = self.router.expand(question)
+                except Exception as err:
+                    run.answer.retrieved["expansion"] = [
+                        {"source": "failed", "error": f"{type(err).__name__}: {str(err)[:200]}"}]
+                    return None
+                cached = self._expansions[question] = (output.passage, list(output.keywords),
+                                                       call)
+                _bound(self._expansions)
+            passage, keywords, call = cached
+            run.answer.calls.append(call)
+            run.add_time("expand", call.latency_ms)
+            found = passage, keywords
+        run.answer.retrieved["expansion"] = [{"source": source, "passage": found[0],
+                                              "keywords": found[1]}]
+        return found
 
     # the facts routes ---------------------------------------------------------------
     @property
@@ -619,13 +674,17 @@ class Pipeline:
         call now (the same constrained call; never a second one per question)."""
         llm_out = (routing.extracted or {}).get("llm")
         if llm_out is None and self.use_llm_router and hasattr(self.router, "extract"):
+            expand = self.settings.query_expansion  # the expansion rides on this call
             try:
                 with run.stage("route"):
-                    output, call = self.router.extract(run.answer.query)
+                    output, call = (self.router.extract(run.answer.query, expand=True) if expand
+                                    else self.router.extract(run.answer.query))
             except Exception:  # the rules' answer (narrative) stands
                 return None, None
             run.answer.calls.append(call)
             llm_out = output.model_dump()
+            if expand:
+                run.expansion = output.passage, list(output.keywords)
         if not llm_out:
             return None, None
         return llm_out.get("route"), llm_out.get("metric")
@@ -717,6 +776,12 @@ class Pipeline:
             kept = self._retrieve(run, self.index, query, fts_extra=anchor)
         run.answer.retrieved["agentic"] = attempts
         return self._blocks(kept)
+
+
+def _bound(cache: dict) -> None:
+    """A per-pipeline cache kept to ROUTES_CACHED entries, the oldest going first."""
+    while len(cache) > ROUTES_CACHED:
+        cache.pop(next(iter(cache)), None)
 
 
 def _lstripped(on_text: Callable[[str], None]) -> Callable[[str], None]:
