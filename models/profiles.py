@@ -81,6 +81,8 @@ class PipelineSettings(BaseModel):
     # (in the routing call when one is made, else one call of its own) and its full-text side
     # adds the call's keywords (models.router_schema.QueryExpansion)
     query_expansion: bool = False
+    # question+passage: by the stage rule on tune (hit@5, then hit@10, then MRR) the passage
+    # alone lost hit@10 (benchmarks/results/retrieval_stages_cpu_hyde, a partial run)
     expansion_dense: Literal["question+passage", "passage"] = "question+passage"
 
 
