@@ -203,9 +203,11 @@ class Pipeline:
              variant_dirs: dict[str, str | Path] | None = None, large_rerank: bool | None = None,
              use_llm_router: bool = True, companies=None) -> "Pipeline":
         from models.devices import memory_shares
-        from models.profiles import load_config, load_profile_embedder, load_reranker
+        from models.profiles import (load_config, load_profile_embedder, load_reranker,
+                                     require_engine)
 
         prof = load_config(config).active(profile)
+        require_engine(prof)  # before minutes of loading, not after
         if large_rerank is not None:
             prof = prof.model_copy(update={"pipeline": prof.pipeline.model_copy(
                 update={"large_rerank": large_rerank})})
