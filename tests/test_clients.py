@@ -136,6 +136,7 @@ def _chrome():
 
 
 def test_web_page_answers_and_opens_the_cited_page(served, question):
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as EC
@@ -144,10 +145,12 @@ def test_web_page_answers_and_opens_the_cited_page(served, question):
     browser = _chrome()
     try:
         browser.get(served["url"] + "/")
-        wait = WebDriverWait(browser, 600)
+        # the page re-renders lists while it loads: an element found a moment ago may be gone
+        wait = WebDriverWait(browser, 600, ignored_exceptions=(StaleElementReferenceException,))
         browser.find_element(By.ID, "token").send_keys(TOKEN, Keys.TAB)  # change → systems
-        wait.until(lambda b: "hdrr" in [o.get_attribute("value") for o in
-                                        b.find_elements(By.CSS_SELECTOR, "#system option")])
+        # read in one script: the options are replaced as /v1/models answers
+        wait.until(lambda b: "hdrr" in b.execute_script(
+            "return [...document.querySelectorAll('#system option')].map(o => o.value)"))
         browser.find_element(By.ID, "question").send_keys(question["question"])
         browser.find_element(By.ID, "ask").click()
         wait.until(EC.text_to_be_present_in_element((By.ID, "status"), "done"))
@@ -169,7 +172,13 @@ def test_web_page_answers_and_opens_the_cited_page(served, question):
         browser.find_element(By.ID, "tab-documents").click()
         wait.until(lambda b: len(b.find_elements(By.CSS_SELECTOR, "#documents tr")) == 15)
         browser.find_element(By.ID, "documents-filter").send_keys("lumenfield")
-        rows = browser.find_elements(By.CSS_SELECTOR, "#documents tr")
-        assert 1 < len(rows) < 15 and all("LUMENFIELD" in r.text for r in rows[1:])
+
+        def filtered(b):  # the rows' texts read in one script: the filter re-renders them
+            texts = b.execute_script(
+                "return [...document.querySelectorAll('#documents tr')].map(r => r.innerText)")
+            return texts if 1 < len(texts) < 15 else None
+
+        rows = wait.until(filtered)
+        assert all("LUMENFIELD" in r.upper() for r in rows[1:]), rows
     finally:
         browser.quit()
