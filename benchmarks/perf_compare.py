@@ -231,6 +231,16 @@ def _check_imports(side: str, ready: dict) -> None:
         raise RuntimeError(f"the {side} worker imported {wrong} from outside its worktree")
 
 
+def _relabel(obj, prefix: str, label: str):
+    """``obj`` with ``prefix`` replaced by ``label`` in every string (the worktrees are gone
+    once the run ends; their paths would only leak this machine's folders into the report)."""
+    if isinstance(obj, dict):
+        return {k: _relabel(v, prefix, label) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_relabel(v, prefix, label) for v in obj]
+    return obj.replace(prefix, label) if isinstance(obj, str) else obj
+
+
 def run_compare(revs: dict[str, dict], *, index: Path, profile: str, questions: list[dict],
                 requests: int, block: int, system: str, generate: bool, warmup: int,
                 python: str, timeout_s: float, progress: bool = True) -> dict[str, Any]:
@@ -253,6 +263,8 @@ def run_compare(revs: dict[str, dict], *, index: Path, profile: str, questions: 
                                 "system": system, "generate": generate, "warmup": warm})
             ready[side] = workers[side].receive(timeout_s)
             _check_imports(side, ready[side])
+            for prefix in {str(tmp.resolve()), str(tmp)}:
+                ready[side] = _relabel(ready[side], prefix, "<temporary worktree>")
             say(f"{side}: ready in {ready[side]['load_and_warmup_s']:.0f} s")
         rows: dict[str, list[dict]] = {s: [] for s in SIDES}
         order = block_order(requests, block)

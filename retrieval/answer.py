@@ -91,6 +91,9 @@ class Answer:
     facts: list[dict[str, Any]] = field(default_factory=list)
     confidence: int | None = None
     contradictions: list[dict[str, Any]] = field(default_factory=list)
+    # what the facts were asked and do not hold, where the answer then came from the filings'
+    # text alone: kept beside the answer, not put in front of it
+    facts_note: str | None = None
 
     @property
     def usage(self) -> dict[str, Any]:
@@ -120,6 +123,7 @@ class Answer:
             "facts": self.facts,
             "confidence": self.confidence,
             "contradictions": self.contradictions,
+            "facts_note": self.facts_note,
         }
 
     @classmethod
@@ -139,5 +143,5 @@ class Answer:
             profile=d.get("profile"), model_ids=d.get("model_ids", {}),
             context_tokens=d.get("context_tokens"), error=d.get("error"),
             route=d.get("route"), facts=d.get("facts", []), confidence=d.get("confidence"),
-            contradictions=d.get("contradictions", []),
+            contradictions=d.get("contradictions", []), facts_note=d.get("facts_note"),
         )

@@ -299,6 +299,8 @@ def print_answer(a: dict) -> None:
             print(f"          contradiction ({c['severity']}): the filing text says {c['text']} for "
                   f"{c['metric']} FY{c['fiscal_year']}, the facts {c['fact_value']:,.0f} "
                   f"[{c['doc_id']} p.{c['page']}]")
+    if a.get("facts_note"):
+        print(f"facts:    {a['facts_note']}")
     r = a.get("routing")
     if r:
         print(f"routing:  {r['status']} -> {', '.join(r['doc_ids']) or '(whole corpus)'}"

@@ -164,3 +164,29 @@ def test_requested_units():
     r = read_request("Round your answer to two decimal places.")
     assert in_requested_unit(0.6589, "pure", r) == "0.66"
     assert in_requested_unit(1.0, "USD", read_request("what is it?")) is None
+
+
+def test_a_routed_question_the_facts_miss_is_answered_from_the_filing_with_the_miss_beside(mmm):
+    """Hybrid route, nothing in the facts: the answer is the generator's, led by no "Not in the
+    facts" line; what the facts lack is kept in ``facts_note``. With a figure in the facts, the
+    figure leads the answer and there is no note."""
+    from retrieval.answer import Answer
+    from retrieval.systems.pipelines import Pipeline
+
+    pipe = Pipeline.load(mmm.index.folder, profile="tiny")
+    try:
+        miss = pipe.answer("What were 3M's shares outstanding at the end of FY2018 and why did "
+                           "they change?")
+        hit = pipe.answer("What were 3M's inventories at the end of FY2018 and what drove the "
+                          "change?")
+    finally:
+        pipe.close()
+    assert miss.routing.doc_ids == [DOC] and miss.route == "hybrid" and not miss.facts
+    assert miss.facts_note == ("Not in the facts read from the filings: 3M: no common shares "
+                               "outstanding for FY2018.")
+    assert "Not in the facts" not in miss.answer
+    assert [c.role for c in miss.calls][-1] == "generator"
+    assert Answer.from_dict(miss.to_dict()).facts_note == miss.facts_note
+    assert hit.route == "hybrid" and hit.facts_note is None
+    assert hit.answer.startswith("3M (MMM) inventories, as of 2018-12-31 (end of FY2018): "
+                                 "$4,366 million")

@@ -59,8 +59,11 @@ def test_two_revisions_alternate_on_the_tiny_profile(tmp_path, demo_index, demo_
                    for r in res["rows"][side])
         files = res["ready"][side]["files"]
         assert set(files) == {"retrieval", "models", "benchmarks"}
-        # imported from the side's own worktree, not from this checkout
-        assert all(not f.startswith(str(REPO)) for f in files.values()), files
+        # imported from the side's own worktree, not from this checkout, which the report
+        # names by a label rather than the temporary folder's path
+        assert all(f.startswith(f"<temporary worktree>/{side}/") for f in files.values()), files
+        assert res["ready"][side]["root"] == f"<temporary worktree>/{side}"
+        assert "finrag-perf-compare-" not in (out / "results.json").read_text()
     fig = res["figures"]
     assert fig["same"] == {"answer": 2, "context": 2, "routing": 2, "n": 2, "differing": []}
     assert fig["total"]["estimate"] > 0 and fig["total"]["n"] == 2

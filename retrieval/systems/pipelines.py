@@ -125,7 +125,7 @@ class _Run:
     def __init__(self, question: str, system: str, profile: str):
         self.answer = Answer(query=question, system=system, answer="", profile=profile)
         self.done = False  # answered without the generator (the facts route)
-        self.preface = ""  # said before the generated text (what the facts do not hold)
+        self.preface = ""  # said before the generated text (the figures the facts hold)
         self.query_vector = None  # the last search's query embedding (k-reciprocal refinement)
         self.table_texts: dict[int, str] = {}  # table records among the candidates, by id
         self.expansion: tuple[str, list[str]] | None = None  # (passage, keywords) of a router call
@@ -656,7 +656,7 @@ class Pipeline:
             for v in result.values]
         if route == "hybrid":
             if not result.values:
-                run.preface = result.text
+                run.answer.facts_note = result.text
                 return None
             # the figures are stated from the facts, whatever the generator then writes
             run.preface = result.text
@@ -666,8 +666,8 @@ class Pipeline:
         if result.values or not routing.routed:
             run.answer.answer = result.text or "The facts hold no answer to this question."
             run.done = True
-        else:  # nothing in the facts: say so, then answer from the routed filings
-            run.preface = result.text
+        else:  # nothing in the facts: answer from the routed filings, the miss noted beside
+            run.answer.facts_note = result.text
             run.answer.citations = []
         return None
 
@@ -693,7 +693,7 @@ class Pipeline:
 
     def _check_facts(self, run: _Run, facts_block: Block, blocks: list[Block]) -> None:
         from retrieval.facts.answer import FactValue
-        from retrieval.facts.checks import confidence, contradictions
+        from retrieval.facts.checks import contradictions
 
         values = [FactValue(**v) for v in run.answer.facts]
         found = contradictions(values, [(b.doc_id, b.first_page, b.text) for b in blocks],
