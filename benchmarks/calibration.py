@@ -36,9 +36,31 @@ def kappa_band(kappa: float | None) -> str:
     return KAPPA_BANDS[-1][1]
 
 
-def select_rows(rows: list[dict], configurations: list[str] | None, limit: int | None) -> list[dict]:
+SAMPLE_SEED = "finrag-calibration-sample-1"
+
+
+def select_rows(rows: list[dict], configurations: list[str] | None, limit: int | None,
+                sample: int | None = None) -> list[dict]:
     """The labelled rows of the chosen configurations (all when None), at most ``limit`` per
-    configuration, in file order."""
+    configuration, in file order; with ``sample``, a fixed random sample of that many of them
+    (seeded hash order of question and configuration: it does not depend on file order, and a
+    larger sample adds rows rather than replacing them), kept in file order."""
+    chosen = _select(rows, configurations, limit)
+    if sample is None:
+        return chosen
+    if sample < 1:
+        raise ValueError("--sample must be >= 1")
+    import hashlib
+
+    def rank(r: dict) -> str:
+        return hashlib.sha256(f"{SAMPLE_SEED}|{r.get('financebench_id')}|{r['configuration']}"
+                              .encode()).hexdigest()
+
+    keep = {id(r) for r in sorted(chosen, key=rank)[:sample]}
+    return [r for r in chosen if id(r) in keep]
+
+
+def _select(rows: list[dict], configurations: list[str] | None, limit: int | None) -> list[dict]:
     known = sorted({r["configuration"] for r in rows})
     if configurations:
         unknown = [c for c in configurations if c not in known]
@@ -233,12 +255,13 @@ def scorer_plot(res: dict[str, Any], out: Path, title: str) -> str:
 def run(*, profiles: list[str], labelled: Path, configurations: list[str] | None,
         limit: int | None, out: Path, command: str, chunk: int = 8, rules: bool = True,
         progress: bool = True, split: str = "test", questions: Path | None = None,
-        llm: bool = True) -> dict[str, Any]:
+        llm: bool = True, sample: int | None = None) -> dict[str, Any]:
     from models.profiles import load_config
 
     rows = split_rows(J.load_labelled(labelled), split,
                       questions or labelled.parent / "questions.dev.jsonl")
-    rows = select_rows(rows, configurations, limit)
+    available = len(rows)
+    rows = select_rows(rows, configurations, limit, sample)
     if not rows:
         raise ValueError("no labelled answers selected")
     scorer_res, scorer_lines = scorer_section(rows)
@@ -276,6 +299,8 @@ def run(*, profiles: list[str], labelled: Path, configurations: list[str] | None
     summary = {"command": command, "config_hash": chash, "labelled": R.shown_path(labelled),
                "split": split, "configurations": sorted({r["configuration"] for r in rows}),
                "rows": len(rows), "questions": len({r["financebench_id"] for r in rows}),
+               "sample": None if sample is None else {"n": len(rows), "of": available,
+                                                      "seed": SAMPLE_SEED},
                "scorer": scorer_res, "scorer_version": scorer.VERSION, "judges": configs,
                "results": results}
     R.write_json(out / "results.json", summary)
@@ -287,6 +312,9 @@ def run(*, profiles: list[str], labelled: Path, configurations: list[str] | None
               f"`{summary['labelled']}`"
               + (" — held out: no rule of the scorer and no prompt was written while reading "
                  "them." if split == "test" else ".")
+              + (f" A fixed random sample of {len(rows)} of the split's {available} labelled "
+                 f"answers (seed `{SAMPLE_SEED}`, `--sample`): every figure below is over the "
+                 f"sample." if sample is not None else "")
               + " People's labels *Correct Answer / Incorrect Answer / Refusal* against ours. "
               "Raw verdicts: `verdicts.json`; figures: `results.json`.", ""]
     png = scorer_plot(scorer_res, out, f"deterministic scorer vs people, `{split}` questions")
@@ -340,6 +368,8 @@ def add_parser(sub) -> None:
     p.add_argument("--configurations", default="", help="comma-separated "
                    "<model>_<eval_mode> names to score (default: all)")
     p.add_argument("--limit", type=int, default=None, help="at most N answers per configuration")
+    p.add_argument("--sample", type=int, default=None, help="a fixed random sample of N of "
+                   "the selected answers (seeded; a larger N adds answers to a smaller one's)")
     p.add_argument("--chunk", type=int, default=8, help="answers per judge call batch")
     p.add_argument("--split", choices=("test", "tune", "all"), default="test",
                    help="labelled answers of which questions (benchmarks/splits.py): test, the "
@@ -366,7 +396,7 @@ def main(args) -> int:
     summary = run(profiles=profiles, labelled=args.labelled, configurations=configs,
                   limit=args.limit, out=out, command=R.command_line(args), chunk=args.chunk,
                   rules=not args.llm_only, progress=not args.quiet, split=args.split,
-                  questions=args.questions, llm=not args.scorer_only)
+                  questions=args.questions, llm=not args.scorer_only, sample=args.sample)
     sc = summary["scorer"]
     print(f"scorer: decides {R.pct(sc['coverage'])} of {summary['rows']} answers; agreement "
           f"{_ci_text(sc['ci']['accuracy'], True)}, kappa {_ci_text(sc['ci']['kappa'], False)}")

@@ -163,6 +163,20 @@ def test_select_rows_limits_per_configuration_and_names_unknown_ones():
         C.select_rows(rows, ["zzz"], None)
 
 
+def test_select_rows_samples_by_seeded_hash_and_grows_by_adding():
+    rows = [{"configuration": c, "financebench_id": f"q{i}"} for c in "abcd" for i in range(10)]
+    small, large = C.select_rows(rows, None, None, 5), C.select_rows(rows, None, None, 12)
+    assert len(small) == 5 and len(large) == 12
+    assert all(r in large for r in small)  # a larger sample adds rows
+    assert small == [r for r in rows if r in small]  # kept in file order
+    assert C.select_rows(list(reversed(rows)), None, None, 5) == list(reversed(small))
+    assert len({(r["configuration"], r["financebench_id"]) for r in large}) == 12
+    only_a = C.select_rows(rows, ["a"], None, 3)
+    assert len(only_a) == 3 and {r["configuration"] for r in only_a} == {"a"}
+    with pytest.raises(ValueError, match="--sample"):
+        C.select_rows(rows, None, None, 0)
+
+
 def test_pareto_configurations_and_sla_parsing():
     def system(correct, average, tokens, p50, joules=None):
         return {"labels": {"correct": correct}, "average": average, "tokens_per_query": tokens,
