@@ -411,7 +411,12 @@ def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> s
         lines += [f"**How far to trust the labels**: on {c['n']} human-labelled FinanceBench "
                   f"answers of the held-out `{c.get('split', 'test')}` questions, {c['who']} "
                   f"agreed with people {R.pct(c['accuracy'])} of the time, Cohen's kappa "
-                  f"{c['kappa']:.2f} ({c['band']}); see `{c['report']}`.", ""]
+                  f"{c['kappa']:.2f} ({c['band']})"
+                  + (f"; the judge alone, on the {c['llm']['n']} of them the scorer leaves, "
+                     f"{R.pct(c['llm']['accuracy'])}, kappa "
+                     f"{R.num(c['llm']['kappa'], '{:.2f}')} ({c['llm']['band']}): read the "
+                     f"judge's labels as rough" if c.get("llm") else "")
+                  + f"; see `{c['report']}`.", ""]
     else:
         lines += ["**Judge not calibrated** for this judge yet: run `finrag bench "
                   "judge-calibration` before trusting the label rates.", ""]
@@ -535,9 +540,13 @@ def _calibration(profile: str, judge_model: str) -> dict | None:
         if not res or judge.get("model_id") != judge_model or judge.get("scorer") != VERSION:
             return None  # calibrated another judge or scorer
         who = "scorer + judge"
+    part = res.get("llm_part") or {}
+    llm = ({"n": part["n"], "accuracy": part["accuracy"], "kappa": part["kappa"],
+            "band": kappa_band(part["kappa"])} if judge_model is not None and part.get("n")
+           else None)
     return {"n": res["n"], "accuracy": res["accuracy"], "kappa": res["kappa"] or 0.0,
             "band": kappa_band(res["kappa"]), "split": data.get("split"), "who": who,
-            "report": str(path.parent.relative_to(R.REPO) / "report.md")}
+            "llm": llm, "report": str(path.parent.relative_to(R.REPO) / "report.md")}
 
 
 def _limits(text: str) -> dict[str, int]:
