@@ -20,7 +20,7 @@ from typing import Any
 from benchmarks import judge as J
 from benchmarks import report as R
 from benchmarks import scorer, stats
-from benchmarks.splits import split_ids
+from benchmarks.splits import seeded_rank, split_ids
 
 # Landis & Koch's reading of kappa
 KAPPA_BANDS = ((0.0, "poor"), (0.20, "slight"), (0.40, "fair"), (0.60, "moderate"),
@@ -50,13 +50,8 @@ def select_rows(rows: list[dict], configurations: list[str] | None, limit: int |
         return chosen
     if sample < 1:
         raise ValueError("--sample must be >= 1")
-    import hashlib
-
-    def rank(r: dict) -> str:
-        return hashlib.sha256(f"{SAMPLE_SEED}|{r.get('financebench_id')}|{r['configuration']}"
-                              .encode()).hexdigest()
-
-    keep = {id(r) for r in sorted(chosen, key=rank)[:sample]}
+    keep = {id(r) for r in sorted(chosen, key=lambda r: seeded_rank(
+        SAMPLE_SEED, r.get("financebench_id"), r["configuration"]))[:sample]}
     return [r for r in chosen if id(r) in keep]
 
 

@@ -263,7 +263,8 @@ def run_compare(revs: dict[str, dict], *, index: Path, profile: str, questions: 
                                 "system": system, "generate": generate, "warmup": warm})
             ready[side] = workers[side].receive(timeout_s)
             _check_imports(side, ready[side])
-            for prefix in {str(tmp.resolve()), str(tmp)}:
+            # the resolved path first: the other may be a part of it (/tmp in /private/tmp)
+            for prefix in sorted({str(tmp.resolve()), str(tmp)}, key=len, reverse=True):
                 ready[side] = _relabel(ready[side], prefix, "<temporary worktree>")
             say(f"{side}: ready in {ready[side]['load_and_warmup_s']:.0f} s")
         rows: dict[str, list[dict]] = {s: [] for s in SIDES}

@@ -107,11 +107,10 @@ def sample_ids(questions, n: int) -> set[str]:
     """A fixed sample of ``n`` of the questions whose filing is indexed (a slow system such as
     SFR runs on these only; every other system is reported on the same sample too). Seeded hash
     order, so the sample does not depend on file order and grows by adding, not replacing."""
-    import hashlib
+    from benchmarks.splits import seeded_rank
 
     routed = [q for q in questions if q.pdf_present and q.doc_name]
-    ranked = sorted(routed, key=lambda q: hashlib.sha256(f"{SAMPLE_SEED}|{q.id}".encode())
-                    .hexdigest())
+    ranked = sorted(routed, key=lambda q: seeded_rank(SAMPLE_SEED, q.id))
     return {q.id for q in ranked[:n]}
 
 

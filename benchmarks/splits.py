@@ -19,8 +19,14 @@ SEED = "finrag-dev-split-1"
 SPLITS = ("tune", "test")
 
 
+def seeded_rank(seed: str, *parts: object) -> str:
+    """A sort key that orders items by a seeded hash of ``parts``: a fixed random order that
+    does not depend on file order (the splits here, the fixed samples of the benchmarks)."""
+    return hashlib.sha256("|".join(map(str, (seed, *parts))).encode()).hexdigest()
+
+
 def _rank(qid: str) -> str:
-    return hashlib.sha256(f"{SEED}|{qid}".encode()).hexdigest()
+    return seeded_rank(SEED, qid)
 
 
 def split_ids(questions: Iterable[Mapping[str, Any]]) -> dict[str, set[str]]:
