@@ -43,6 +43,9 @@ STAGES: dict[str, dict] = {
     "tables": {"pipeline": {"table_records": 8}},
     "prior": {"cascade": {"prior_fusion": True}},
     "nolight": {"pipeline": {"light_rerank": False}},
+    # the pages of the primary statements the question reads join the candidates; the best
+    # chunk of the first 2 leads (stmt<N>: of the first N)
+    "stmt": {"pipeline": {"statement_pages": 2}},
     "pool100": {"pipeline": {"fts_k": 50, "dense_k": 60}, "cascade": {"light_top_n": 100}},
     "top20": {"cascade": {"large_top_m": 20}},
     # the large stage named by --large (kind:model), over the light stage's top M
@@ -57,7 +60,7 @@ STAGES: dict[str, dict] = {
 # every stage off: the baseline, whatever the profile's own settings are
 OFF: dict = {"pipeline": {"normalize_query": False, "fts_weighted": False, "k_reciprocal": False,
                           "table_records": 0, "light_rerank": True, "large_rerank": False,
-                          "query_expansion": False},
+                          "query_expansion": False, "statement_pages": 0},
              "cascade": {"prior_fusion": False}}
 
 
@@ -70,12 +73,15 @@ def parse_config(name: str) -> dict:
         if part.startswith("krecip_l"):  # krecip_l0.3: k-reciprocal with lambda 0.3
             out["pipeline"].update(k_reciprocal=True, k_reciprocal_lambda=float(part[8:]))
             continue
+        if part.startswith("stmt") and part[4:].isdigit():  # stmt3: the first 3 pages lead
+            out["pipeline"].update(statement_pages=int(part[4:]))
+            continue
         if part.startswith("krecip_k"):  # krecip_k6: k-reciprocal with k1 = 6
             out["pipeline"].update(k_reciprocal=True, k_reciprocal_k1=int(part[8:]))
             continue
         if part not in STAGES:
             raise ValueError(f"unknown stage {part!r}; known: baseline, {', '.join(STAGES)}, "
-                             "krecip_l<lambda>, krecip_k<k1>")
+                             "krecip_l<lambda>, krecip_k<k1>, stmt<N>")
         for key, values in STAGES[part].items():
             out[key].update(values)
     return out

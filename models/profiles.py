@@ -76,6 +76,10 @@ class PipelineSettings(BaseModel):
     k_reciprocal_k1: int = 10  # neighbourhood size for the k-reciprocal sets
     k_reciprocal_lambda: float = 0.5  # weight of the stage's own score against Jaccard
     table_records: int = 0  # a routed filing's best N tables join its candidates as JSON rows
+    # a routed filing's pages of the primary statements the question reads (named, or holding
+    # a named metric's lines: retrieval.facts.classify.statements_named) join its candidates,
+    # and the best-ranked chunk of the first N such pages leads the ranking (0: off)
+    statement_pages: int = 0
     light_rerank: bool = True  # False: the retrievers' fused order is the final ranking
     # HyDE: HDRR's dense side also embeds a hypothetical filing passage the router LLM writes
     # (in the routing call when one is made, else one call of its own) and its full-text side

@@ -190,3 +190,47 @@ def test_a_routed_question_the_facts_miss_is_answered_from_the_filing_with_the_m
     assert hit.route == "hybrid" and hit.facts_note is None
     assert hit.answer.startswith("3M (MMM) inventories, as of 2018-12-31 (end of FY2018): "
                                  "$4,366 million")
+
+
+def test_the_statements_a_question_reads():
+    from retrieval.facts.classify import statements_named
+    from retrieval.facts.concepts import default_concepts
+
+    c = default_concepts()
+    # named first, in the question's order; "cash" of "cash flow statement" is no metric
+    assert statements_named("Using the cash flow statement and the balance sheet, what was "
+                            "3M's FY2018 capex?", c) == ["cash_flow", "balance"]
+    # through the metric's line, a formula's inputs included
+    assert statements_named("What is Microsoft's FY2016 COGS?", c) == ["income"]
+    assert statements_named("Does Adobe have an improving operating margin profile?", c) == [
+        "income"]
+    assert statements_named("What is the FY2018 DPO? DPO is defined as: 365 * (average accounts "
+                            "payable) / (COGS + change in inventory)", c)[:2] == [
+        "balance", "income"]
+    assert statements_named("Who is 3M's chief executive officer?", c) == []
+
+
+def test_statement_pages_lead_the_ranking_when_the_profile_turns_them_on(mmm):
+    """3M's capex is a line of the cash flow statement (p.60): with ``statement_pages`` a chunk
+    of that page leads HDRR's ranking and the kept chunks; off, nothing is added."""
+    from retrieval.systems.pipelines import Pipeline
+
+    q = "What is the FY2018 capital expenditure amount (in USD millions) for 3M?"
+    pipe = Pipeline.load(mmm.index.folder, profile="tiny")
+    try:
+        off = pipe.answer(q, "hdrr", generate=False)
+        on_settings = pipe.settings.model_copy(update={"statement_pages": 1,
+                                                       "facts_routes": False})
+        on_pipe = Pipeline(pipe.index, pipe.embedder,
+                           pipe.profile.model_copy(update={"pipeline": on_settings}),
+                           light=pipe.light, use_llm_router=False)
+        on = on_pipe.answer(q, "hdrr", generate=False)
+    finally:
+        pipe.close()
+    assert on.routing.doc_ids == [DOC]
+    first, kept = on.retrieved["ranked"][0], on.retrieved["kept"][0]
+    assert first["first_page"] <= 60 <= first["last_page"] and kept == first
+    assert "statements" in on.timings_ms and "statements" not in off.timings_ms
+    ranked = [r["chunk_id"] for r in on.retrieved["ranked"]]
+    assert len(ranked) == len(set(ranked))
+    assert len(on.retrieved["kept"]) == len({r["chunk_id"] for r in on.retrieved["kept"]})

@@ -249,6 +249,9 @@ def test_stage_configurations_compose_and_the_choice_is_made_on_tune():
     assert parse_config("prior+hydep") == {
         "pipeline": {"query_expansion": True, "expansion_dense": "passage"},
         "cascade": {"prior_fusion": True}}
+    assert parse_config("prior+stmt3") == {"pipeline": {"statement_pages": 3},
+                                           "cascade": {"prior_fusion": True}}
+    assert parse_config("stmt")["pipeline"] == {"statement_pages": 2}
     with pytest.raises(ValueError, match="unknown stage"):
         parse_config("norm+splade")
 

@@ -154,6 +154,28 @@ def classify(question: str, concepts: ConceptTable) -> FactQuery:
 _MARGIN_AFTER = re.compile(r"\s*(?:\([^)]{0,60}\)\s*)?%?\s*margin\b", re.I)
 
 
+def statements_named(question: str, concepts: ConceptTable) -> list[str]:
+    """The primary statements a question reads, in order: those it names ("using the cash
+    flow statement"), then those holding the lines of the metrics it names, a formula's
+    inputs included (operating margin: the income statement)."""
+    named = sorted((m.start(), m.end(), kind) for kind, pattern in _STATEMENTS.items()
+                   for m in re.finditer(pattern, question, re.I))
+    out = list(dict.fromkeys(kind for _, _, kind in named))
+    rest = question  # "cash" of "cash flow statement" is no metric
+    for start, end, _ in named:
+        rest = rest[:start] + " " * (end - start) + rest[end:]
+
+    def walk(metric: Metric, depth: int = 0) -> None:
+        if metric.statement and metric.statement not in out:
+            out.append(metric.statement)
+        for key in metric.formula_names if depth < 4 else []:
+            if key in concepts.metrics:
+                walk(concepts[key], depth + 1)
+    for mention in concepts.find(rest):
+        walk(mention.metric)
+    return out
+
+
 def _in_the_question(mentions: list, text: str) -> list:
     """The metric mentions of the sentence that asks (the first ending in "?") when it names
     one: a preamble ("as if you are an equity research analyst") names no metric asked for."""

@@ -60,6 +60,12 @@ def statement_kind(page_text: str) -> str | None:
     return None
 
 
+def statement_pages(pages) -> dict[int, str]:
+    """{page number: income | balance | cash_flow} of the (number, text) pages that open a
+    primary statement (a continued statement's pages included)."""
+    return {n: kind for n, text in pages if (kind := statement_kind(text))}
+
+
 def page_scale(page_text: str) -> float | None:
     """1e6 for "(In millions…)", 1e3 for thousands; None when the page does not say."""
     m = _UNIT.search(page_text[:1500])
@@ -211,7 +217,7 @@ def extract(catalog, doc_id: str, company: Company, concepts: ConceptTable) -> E
     fye = company.fiscal_year_end or "12-31"
     matcher = _Matcher.build(concepts)
     pages = dict(catalog.pages(doc_id))
-    kinds = {n: statement_kind(t) for n, t in pages.items()}
+    kinds = statement_pages(pages.items())
     scales = [page_scale(pages[n]) for n, k in kinds.items() if k]
     doc_scale = max(set(s for s in scales if s), key=scales.count, default=None)
     filed = doc.filing_date or doc.period_end or (

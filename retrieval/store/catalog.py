@@ -343,6 +343,17 @@ class Catalog:
                 out[cid] = ChunkRecord(cid, doc_id, seq, text, fp, lp)
         return out
 
+    def page_chunks(self, doc_id: str, pages: list[int]) -> list[ChunkRecord]:
+        """The chunks of a document that cover any of ``pages``, in document order."""
+        if not pages:
+            return []
+        rows = self.db.execute(
+            "SELECT DISTINCT c.id, d.doc_id, c.seq, c.text, c.first_page, c.last_page "
+            "FROM chunks c JOIN documents d ON c.doc = d.id JOIN json_each(?) p "
+            "ON p.value BETWEEN c.first_page AND c.last_page WHERE d.doc_id = ? ORDER BY c.seq",
+            (json.dumps([int(p) for p in pages]), doc_id)).fetchall()
+        return [ChunkRecord(*row) for row in rows]
+
     def id_runs(self, doc_pks: list[int]) -> list[tuple[int, int]]:
         """The chunk ids of some documents as runs of consecutive ids (one run per document,
         since a document's chunks are inserted together)."""

@@ -196,6 +196,7 @@ class Pipeline:
         # query expansion calls of their own: (passage, keywords, cost) per question
         self._expansions: dict[str, tuple[str, list[str], LLMCall]] = {}
         self._table_searches: dict[int, Any] = {}  # per index: its tables as records
+        self._statement_pages: dict[tuple[int, str], dict[int, str]] = {}  # per filing
 
     # construction ---------------------------------------------------------------------
     @classmethod
@@ -369,6 +370,55 @@ class Pipeline:
         run.record("tables", list(tables.values()))
         return out
 
+    def _with_statements(self, run: _Run, index: Index, query: str, doc_ids: list[str],
+                         hits: list[Hit]) -> tuple[list[Hit], list[tuple[str, int]]]:
+        """The routed filings' pages of the primary statements the question reads: their
+        chunks join the candidates (room is kept for them in the light stage's pool).
+        Returns the candidates and the (filing, page) pairs in the order the question reads
+        the statements."""
+        from retrieval.facts.classify import statements_named
+        from retrieval.facts.statements import statement_pages
+
+        with run.stage("statements"):
+            kinds = statements_named(query, self.facts.concepts)
+            pages: list[tuple[str, int]] = []
+            for doc_id in doc_ids if kinds else []:
+                key = (id(index), doc_id)
+                if key not in self._statement_pages:
+                    self._statement_pages[key] = statement_pages(index.catalog.pages(doc_id))
+                    _bound(self._statement_pages)
+                found = self._statement_pages[key]
+                pages += [(doc_id, n) for kind in kinds for n in sorted(found) if found[n] == kind]
+            have = {h.chunk_id for h in hits}
+            extra = [Hit(c.chunk_id, c.doc_id, c.first_page, c.last_page, 0.0, 0, c.text)
+                     for doc_id in doc_ids
+                     for c in index.catalog.page_chunks(doc_id, [n for d, n in pages if d == doc_id])
+                     if c.chunk_id not in have]
+        if not extra:
+            return hits, pages
+        hits = hits[:max(self.profile.cascade.light_top_n - len(extra), 0)] + extra
+        for rank, h in enumerate(hits, start=1):
+            h.rank = rank
+        run.record("statements", extra)
+        return hits, pages
+
+    def _statements_first(self, pages: list[tuple[str, int]], ranked: list[Hit],
+                          kept: list[Hit]) -> tuple[list[Hit], list[Hit]]:
+        """The best-ranked chunk of each of the first ``statement_pages`` statement pages
+        leads the ranking and the kept chunks (as many kept as the cutoff chose)."""
+        lead: list[Hit] = []
+        for doc_id, page in pages:
+            if len(lead) == self.settings.statement_pages:
+                break
+            best = next((h for h in ranked if h.doc_id == doc_id
+                         and h.first_page <= page <= h.last_page), None)
+            if best is not None and best not in lead:
+                lead.append(best)
+        ids = {h.chunk_id for h in lead}
+        ranked = lead + [h for h in ranked if h.chunk_id not in ids]
+        kept = (lead + [h for h in kept if h.chunk_id not in ids])[:max(len(kept), len(lead))]
+        return ranked, kept
+
     def _refiner(self, run: _Run, index: Index):
         """The k-reciprocal refinement of the light stage (None when the profile has it off)."""
         s = self.settings
@@ -428,7 +478,12 @@ class Pipeline:
         hits = self._search(run, index, query, doc_ids, fts_extra, dense)
         if self.settings.table_records and doc_ids:
             hits = self._with_tables(run, index, f"{query} {fts_extra}", doc_ids, hits)
+        pages: list[tuple[str, int]] = []
+        if self.settings.statement_pages and doc_ids:
+            hits, pages = self._with_statements(run, index, query, doc_ids, hits)
         ranked, kept = self._rerank(run, query, hits, self._refiner(run, index))
+        if pages:
+            ranked, kept = self._statements_first(pages, ranked, kept)
         run.record("ranked", ranked, [None] * len(ranked))
         run.record("kept", kept, [None] * len(kept))
         return kept
