@@ -98,6 +98,18 @@ def _report(summary: dict, meta: dict) -> str:
             f"{pct(s['wrong_doc_share'])} | {pct(s['wrong_doc_share_when_routed'])} | "
             f"{(s['context_tokens'] or 0):,.0f} | {(s['llm_calls'] or 0):.2f} | "
             f"{'–' if p50 is None else f'{p50 / 1000:.2f}'} |")
+    facts = meta.get("facts_answered") or {}
+    if any(f["facts_only"] for f in facts.values()):
+        lines += ["", "Answered from the facts alone (a facts route, no passage search): such "
+                  "an answer has no ranking, so hit@k above counts it as a miss. Over the "
+                  "questions whose filing is indexed and that name evidence pages:", "",
+                  "| system | questions | facts alone | searched | hit@5 of the searched |",
+                  "|---|---:|---:|---:|---:|"]
+        for system, f in facts.items():
+            searched, hits = f["questions"] - f["facts_only"], f["hit5_searched"]
+            share = f" ({hits / searched:.1%})" if searched else ""
+            lines.append(f"| {system} | {f['questions']} | {f['facts_only']} | {searched} | "
+                         f"{hits}{share} |")
     if meta.get("note"):
         lines += ["", f"Run note: {meta['note']}"]
     lines += ["", "Routing statuses:", ""]
@@ -107,6 +119,19 @@ def _report(summary: dict, meta: dict) -> str:
                                                      s["routing_statuses"].items()))
     lines += ["", "![quality](retrieval_quality.png)", "", "![cost](cost_and_latency.png)", ""]
     return "\n".join(lines)
+
+
+def facts_answered(rows: list[dict], systems: list[str]) -> dict[str, dict[str, int]]:
+    """Per system, over the indexed questions with evidence pages: how many a facts route
+    answered with no passage search, and how many of the others had evidence in the top 5."""
+    out = {}
+    for system in systems:
+        mine = [r for r in rows if r["system"] == system and r["hit5"] is not None]
+        alone = [r for r in mine if "facts" in (r["timings_ms"] or {})
+                 and "search" not in (r["timings_ms"] or {})]
+        out[system] = {"questions": len(mine), "facts_only": len(alone),
+                       "hit5_searched": sum(bool(r["hit5"]) for r in mine if r not in alone)}
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -141,7 +166,10 @@ def main(argv: list[str] | None = None) -> int:
             "questions_file": R.shown_path(args.questions), "questions": len(questions),
             "on_disk": sum(q.pdf_present for q in questions),
             "large_rerank": pipe.settings.large_rerank, "energy_source": pipe.meter.source,
-            "note": args.note}
+            "note": args.note,
+            "facts_answered": facts_answered(
+                [json.loads(line) for line in (out / "rows.jsonl").read_text().splitlines()
+                 if line.strip()], systems)}
     summary = result["systems"]
     (out / "results.json").write_text(json.dumps({**meta, "systems": summary}, indent=2))
     _plots(summary, out, f"Retrieval on {len(questions)} questions ({pipe.profile.name} profile)")
