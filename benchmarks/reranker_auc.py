@@ -7,6 +7,7 @@ vectors) and the large stage (LLM yes/no relevance) of a profile. Reports ROC-AU
 all, large on the light top M) against large-only on the same candidates, in one run.
 
     python -m benchmarks.reranker_auc --index DIR [--profile cpu] [--questions N]
+        [--large-model MODEL]
 """
 
 from __future__ import annotations
@@ -54,12 +55,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--negatives", type=int, default=5, help="other pages per question (5)")
     p.add_argument("--top-m", type=int, default=2, help="light top M sent to the large stage")
     p.add_argument("--max-chars", type=int, default=1500, help="page text cut to this length")
+    p.add_argument("--large-model", default=None,
+                   help="score the large stage with this model instead of the profile's "
+                        "large_reranker (e.g. Qwen/Qwen2.5-Coder-1.5B-Instruct)")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     out = args.out or REPO / "benchmarks" / "results" / f"reranker_auc_{args.profile}"
     out.mkdir(parents=True, exist_ok=True)
 
     profile = load_config().active(args.profile)
+    if args.large_model:
+        profile.roles["large_reranker"] = profile.role("large_reranker").model_copy(
+            update={"model": args.large_model})
     light = MaxSimReranker(load_embedder("minilm"))
     weights = resolve_role(profile, "large_reranker", prepare=True, progress=True)
     large = LLMRelevanceScorer(TransformersEngine(weights.path),
