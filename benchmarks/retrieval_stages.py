@@ -460,6 +460,14 @@ def _report_only(args, argv, configs, parsed, questions, splits, out: Path) -> i
     return 0
 
 
+def _stages_named(configs: list[str]) -> dict[str, dict]:
+    """Each stage the configurations name, with its settings (``stmt1`` as well as ``prior``)."""
+    stages: dict[str, dict] = {}
+    for part in (p for c in configs for p in c.split("+") if p != "baseline"):
+        stages[part] = {k: v for k, v in parse_config(part).items() if v}
+    return stages
+
+
 def _write(args, argv, configs, parsed, questions, splits, rows, out: Path) -> None:
     summary = summarize(rows, configs, splits)
     command = "python -m benchmarks.retrieval_stages " + " ".join(
@@ -471,8 +479,7 @@ def _write(args, argv, configs, parsed, questions, splits, rows, out: Path) -> N
             "n_tune": sum(splits.get(q.id) == "tune" for q in questions),
             "n_test": sum(splits.get(q.id) == "test" for q in questions),
             "timed": args.timed, "note": args.note,
-            "stages": {k: v for k, v in STAGES.items()
-                       if any(k in c.split("+") for c in configs)},
+            "stages": _stages_named(configs),
             "configs": {c: parsed[c] for c in configs},
             "errors": sum(1 for r in rows if r.get("error"))}
     (out / "results.json").write_text(json.dumps({**meta, "summary": summary}, indent=2))

@@ -239,7 +239,7 @@ def test_pipeline_runs_every_stage_when_the_profile_turns_it_on(demo_index):
 
 # the stage benchmark's configurations and choice -------------------------------------------
 def test_stage_configurations_compose_and_the_choice_is_made_on_tune():
-    from benchmarks.retrieval_stages import choose, parse_config
+    from benchmarks.retrieval_stages import _stages_named, choose, parse_config
 
     cfg = parse_config("norm+fts+prior+krecip_l0.3")
     assert cfg["pipeline"] == {"normalize_query": True, "fts_weighted": True,
@@ -252,6 +252,10 @@ def test_stage_configurations_compose_and_the_choice_is_made_on_tune():
     assert parse_config("prior+stmt3") == {"pipeline": {"statement_pages": 3},
                                            "cascade": {"prior_fusion": True}}
     assert parse_config("stmt")["pipeline"] == {"statement_pages": 2}
+    # the report names every stage its configurations use, parametrised ones too
+    assert _stages_named(["baseline", "prior+stmt1", "stmt1"]) == {
+        "prior": {"cascade": {"prior_fusion": True}},
+        "stmt1": {"pipeline": {"statement_pages": 1}}}
     with pytest.raises(ValueError, match="unknown stage"):
         parse_config("norm+splade")
 
