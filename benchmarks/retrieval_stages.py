@@ -349,7 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--large", default=None, metavar="KIND:MODEL",
                    help="the large stage of configurations that name `large`, e.g. "
                         "bi-encoder:sentence-transformers/all-mpnet-base-v2 or "
-                        "llm-scorer:Qwen/Qwen2.5-Coder-1.5B-Instruct")
+                        "llm-scorer:Qwen/Qwen2.5-Coder-1.5B-Instruct or llm-listwise:…")
     p.add_argument("--out", type=Path, default=None)
     p.add_argument("--note", default="")
     p.add_argument("--report-only", action="store_true",
@@ -382,13 +382,14 @@ def main(argv: list[str] | None = None) -> int:
     indexed = {d.doc_id for d in pipe.index.documents()}
     questions = [q for q in questions if q.doc_name in indexed][: args.limit]
     if args.large:
+        from models.devices import LLM_KINDS
         from models.profiles import RoleSpec, load_reranker
 
         kind, _, model = args.large.partition(":")
         roles = dict(base.roles, large_reranker=RoleSpec(kind=kind, model=model))
         large_profile = base.model_copy(update={"roles": roles})
         engine = None
-        if kind == "llm-scorer":  # the engine of the named model, not the profile's
+        if kind in LLM_KINDS:  # the engine of the named model, not the profile's
             from models.profiles import load_llm
 
             engine = load_llm(large_profile, "large_reranker")

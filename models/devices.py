@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 MAX_DEVICE_SHARE = 0.9
 DEVICE_PATTERN = r"^(auto|cpu|cuda(:\d+)?)$"
-LLM_KINDS = ("llm", "llm-scorer")
+LLM_KINDS = ("llm", "llm-scorer", "llm-listwise")  # the roles an LLM engine runs
 
 
 class DeviceError(RuntimeError):

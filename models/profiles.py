@@ -12,7 +12,7 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from models.devices import DEVICE_PATTERN, memory_shares, resolve_device
+from models.devices import DEVICE_PATTERN, LLM_KINDS, memory_shares, resolve_device
 from models.weights import (PACKAGED, PackagedGGUF, PackagedModel, WeightsError, resolve_gguf,
                             resolve_packaged, transformers_dir)
 
@@ -23,7 +23,7 @@ PACKAGED_PROFILES = Path(__file__).with_name("profiles.yaml")
 class RoleSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     kind: Literal["sentence-transformers", "flag-embedding", "maxsim", "bi-encoder",
-                  "cross-encoder", "llm-scorer", "llm"]
+                  "cross-encoder", "llm-scorer", "llm-listwise", "llm"]
     model: str
     # auto: CUDA when torch sees a device, else the CPU (models.devices.resolve_device)
     device: str = Field("auto", pattern=DEVICE_PATTERN)
@@ -187,7 +187,7 @@ def resolve_role(profile: Profile, role: str, *, prepare: bool = False, progress
                                packaged.requirement)
     if isinstance(packaged, PackagedGGUF):
         requirement = " ".join(packaged.requirements)
-        if profile.role(role).kind in ("llm", "llm-scorer") and profile.engine == "transformers":
+        if profile.role(role).kind in LLM_KINDS and profile.engine == "transformers":
             if not prepare and not _converted(packaged):
                 raise WeightsError(f"{model}: not prepared yet; run `finrag models prepare "
                                    f"--profile {profile.name}`")
@@ -242,7 +242,7 @@ def load_llm(profile: Profile, role: str = "generator", *, asynchronous: bool = 
     on one device are refused before any is built (``models.devices.memory_shares``).
     ``asynchronous``: on vLLM, the async engine (``models.vllm_async``) for serving."""
     spec = profile.role(role)
-    if spec.kind not in ("llm", "llm-scorer"):
+    if spec.kind not in LLM_KINDS:
         raise ValueError(f"role {role!r} is a {spec.kind}, not an LLM")
     require_engine(profile)
     device = resolve_device(spec.device, role=role)
@@ -298,8 +298,8 @@ def load_profile_embedder(profile: Profile, role: str = "embedder", **kwargs):
 
 
 def load_reranker(profile: Profile, role: str, *, embedder=None, engine=None):
-    """The reranker a role names: MaxSim over the embedder, an LLM yes/no scorer, or a
-    cross-encoder. Pass an already loaded embedder or engine to share it between roles."""
+    """The reranker a role names: MaxSim over the embedder, an LLM yes/no scorer, an LLM
+    listwise ranker (with the packaged in-context examples), or a cross-encoder. Pass an already loaded embedder or engine to share it between roles."""
     from models import rerankers
 
     spec = profile.role(role)
@@ -309,6 +309,9 @@ def load_reranker(profile: Profile, role: str, *, embedder=None, engine=None):
         return rerankers.BiEncoderReranker(embedder or load_profile_embedder(profile, role))
     if spec.kind == "llm-scorer":
         return rerankers.LLMRelevanceScorer(engine or load_llm(profile, role), model_id=spec.model)
+    if spec.kind == "llm-listwise":
+        return rerankers.LLMListwiseRanker(engine or load_llm(profile, role), model_id=spec.model,
+                                           examples=rerankers.listwise_examples())
     if spec.kind == "cross-encoder":
         device = resolve_device(spec.device, role=role)
         return rerankers.CrossEncoderReranker(resolve_role(profile, role).path, model_id=spec.model,

@@ -7,6 +7,8 @@ relevant, one score per passage, in the passages' order), plus ``model_id`` and 
   the light CPU stage.
 - ``LLMRelevanceScorer``: a causal LM judges "does this document answer the query?" and the
   score is P(yes) from one forward pass (Qwen3-Reranker style); the large CPU stage.
+- ``LLMListwiseRanker``: a causal LM orders a window of passages at once and returns the order
+  as grammar-constrained JSON (RankGPT-style sliding window, with in-context examples).
 - ``CrossEncoderReranker``: a sequence-classification cross-encoder (bge-reranker) through
   FlagEmbedding's ``FlagReranker``, or plain transformers when FlagEmbedding is unavailable.
 - ``Cascade``: light stage → top M → large stage → adaptive cutoff, with per-stage records.
@@ -14,6 +16,7 @@ relevant, one score per passage, in the passages' order), plus ``model_id`` and 
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -219,6 +222,129 @@ def _logsumexp(values: list[float]) -> float:
     if top == float("-inf"):
         return top
     return top + math.log(sum(math.exp(v - top) for v in values))
+
+
+# ------------------------------------------------------------------------------------------
+# LLM listwise ranking
+
+LISTWISE_EXAMPLES = Path(__file__).with_name("listwise_examples.json")
+
+_LISTWISE_SYSTEM = """You rank passages from SEC filings by how well they answer a question.
+The passages are numbered [1], [2], ... Put first the passages that hold the figures or facts \
+the question asks for, then those that help, then the rest. Answer with JSON only: \
+{"ranking": [passage numbers, most relevant first]}."""
+
+
+def listwise_examples(path: str | Path = LISTWISE_EXAMPLES) -> list[dict]:
+    """The packaged in-context examples: ``{"question", "passages", "ranking"}`` each, drawn
+    from the tune half of the FinanceBench dev questions (``benchmarks/listwise_examples.py``)."""
+    import json
+
+    return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+@functools.lru_cache(maxsize=32)
+def _ranking_schema(n: int):
+    """``{"ranking": [1..n, ...]}``: numbers as an enum, so the grammar only lets through
+    passage numbers that exist; duplicates and gaps are mended after parsing."""
+    from typing import Annotated, Literal
+
+    from pydantic import ConfigDict, Field, create_model
+
+    number = Literal[tuple(range(1, n + 1))]  # type: ignore[valid-type]
+    return create_model(f"Ranking{n}", __config__=ConfigDict(extra="forbid"),
+                        ranking=(Annotated[list[number], Field(min_length=1, max_length=n)], ...))
+
+
+def _permutation(ranking: Sequence[int], n: int) -> list[int]:
+    """0-based order from the model's 1-based ranking: first mentions kept, unknown numbers
+    dropped, passages it left out appended in their incoming order."""
+    seen: list[int] = []
+    for number in ranking:
+        if 1 <= number <= n and number - 1 not in seen:
+            seen.append(number - 1)
+    return seen + [i for i in range(n) if i not in seen]
+
+
+class LLMListwiseRanker:
+    """A causal LM reads a window of passages with the question and returns their order as
+    constrained JSON (``{"ranking": [3, 1, 2]}``), after in-context examples given as earlier
+    chat turns.
+
+    More passages than ``window``: windows of ``window`` slide from the last passages to the
+    first by ``step`` (RankGPT), so a relevant passage can climb from the bottom to the top in
+    one pass. The score of the passage at final rank r (0 = best) of n is ``n - r``: only the
+    order means anything. ``last_usage`` holds the tokens and calls of the last ``score``.
+    """
+
+    name = "llm-listwise"
+
+    def __init__(self, engine, *, window: int = 8, step: int = 4, max_passage_chars: int = 600,
+                 examples: list[dict] | None = None, model_id: str | None = None):
+        if not 0 < step <= window:
+            raise ValueError(f"step must be in 1..window ({window}), got {step}")
+        self.engine = engine
+        self.model_id = model_id or engine.model_id
+        self.window, self.step = window, step
+        self.max_passage_chars = max_passage_chars
+        self.examples = list(examples or [])
+        self.last_usage = self._no_usage()
+
+    @staticmethod
+    def _no_usage() -> dict:
+        return {"prompt_tokens": 0, "completion_tokens": 0, "calls": 0, "prompt_tokens_each": [],
+                "completion_tokens_each": []}
+
+    def _turn(self, query: str, passages: Sequence[str]) -> str:
+        listed = "\n".join(f"[{i}] {' '.join(p.split())[:self.max_passage_chars]}"
+                           for i, p in enumerate(passages, start=1))
+        return f"Question: {query}\n\nPassages:\n{listed}"
+
+    def build_messages(self, query: str, passages: Sequence[str]) -> list[dict]:
+        """The chat for one window: the rule, each example as a user/assistant pair, the window."""
+        import json
+
+        messages = [{"role": "system", "content": _LISTWISE_SYSTEM}]
+        for ex in self.examples:
+            messages += [{"role": "user", "content": self._turn(ex["question"], ex["passages"])},
+                         {"role": "assistant", "content": json.dumps({"ranking": ex["ranking"]})}]
+        return messages + [{"role": "user", "content": self._turn(query, passages)}]
+
+    def rank_window(self, query: str, passages: Sequence[str]) -> list[int]:
+        """The window's passages in the model's order (0-based indices)."""
+        from models.llm import SamplingParams
+
+        n = len(passages)
+        if n < 2:
+            return list(range(n))
+        [(parsed, completion)] = self.engine.generate_json(
+            [self.build_messages(query, passages)], _ranking_schema(n),
+            SamplingParams(max_tokens=8 + 4 * n))
+        usage = self.last_usage
+        usage["prompt_tokens"] += completion.prompt_tokens
+        usage["completion_tokens"] += completion.completion_tokens
+        usage["calls"] += 1
+        usage["prompt_tokens_each"].append(completion.prompt_tokens)
+        usage["completion_tokens_each"].append(completion.completion_tokens)
+        return _permutation(parsed.ranking, n)
+
+    def score(self, query: str, passages: list[str]) -> list[float]:
+        self.last_usage = self._no_usage()
+        n = len(passages)
+        order = list(range(n))
+        end = n
+        while end > 0:
+            start = max(0, end - self.window)
+            window = order[start:end]
+            order[start:end] = [window[i] for i in
+                                self.rank_window(query, [passages[j] for j in window])]
+            if start == 0:
+                break
+            end -= self.step
+        scores = [0.0] * n
+        for rank, i in enumerate(order):
+            scores[i] = float(n - rank)
+        return scores
 
 
 # ------------------------------------------------------------------------------------------

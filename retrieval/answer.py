@@ -21,6 +21,10 @@ ROUTING_STATUSES = (
     "fallback_ambiguous",  # a mention that fits several companies equally well
 )
 
+# The context block of reported figures (XBRL facts, statement tables) a hybrid-route answer
+# puts before the passages: the company's own figures, not a chunk of any one filing.
+FACTS_DOC_ID = "XBRL"
+
 
 @dataclass
 class LLMCall:

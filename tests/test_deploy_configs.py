@@ -36,7 +36,7 @@ KUBERAY_SETUP = DEPLOY / "setup-kuberay-crd.sh"
 KUBERAY_CRD_FILE = os.environ.get("FINRAG_KUBERAY_CRD")
 REQUIRE_KUBERAY = os.environ.get("FINRAG_REQUIRE_KUBERAY") == "1"
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
-VLLM_KINDS = {"llm", "llm-scorer"}
+VLLM_KINDS = {"llm", "llm-scorer", "llm-listwise"}
 
 
 @pytest.fixture(autouse=True)

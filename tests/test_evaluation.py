@@ -26,6 +26,11 @@ def test_hit_at_k_needs_the_gold_filing_and_an_evidence_page():
     assert evidence_hit(a, "A_2023_10K", [4, 99], 3)
     assert wrong_document_share(a, "A_2023_10K") == 1.0
     assert wrong_document_share(record("cbr", [], []), "A_2023_10K") is None
+    # the facts block of a hybrid answer is no filing's passage: neither wrong nor counted
+    facts = row("XBRL", 1, 1)
+    gold = row("A_2023_10K", 7, 7)
+    assert wrong_document_share(record("hdrr", [gold], [facts, gold]), "A_2023_10K") == 0.0
+    assert wrong_document_share(record("hdrr", [], [facts]), "A_2023_10K") is None
     # whole-document parts (SFR) are all in the context: k does not apply
     parts = [row("A_2023_10K", p, p + 4, None) for p in range(1, 40, 5)]
     assert evidence_hit(record("sfr", parts, parts), "A_2023_10K", [33], 1)

@@ -113,6 +113,79 @@ def test_llm_scorer_uses_only_the_engine_contract(smollm_engine):
     assert wrapped.model_id == "contract-only"
 
 
+# --- LLM listwise ranker ------------------------------------------------------------------
+
+def test_listwise_permutation_mends_what_the_model_returns():
+    from models.rerankers import _permutation
+
+    assert _permutation([3, 1, 2], 3) == [2, 0, 1]
+    # repeats and numbers out of range dropped, the passages left out appended in order
+    assert _permutation([2, 2, 9, 0, 4], 5) == [1, 3, 0, 2, 4]
+
+
+def test_listwise_prompt_carries_the_examples_as_earlier_turns(smollm_engine):
+    from models.rerankers import LLMListwiseRanker, listwise_examples
+
+    examples = listwise_examples()
+    ranker = LLMListwiseRanker(smollm_engine, max_passage_chars=20, examples=examples)
+    messages = ranker.build_messages("q?", ["first passage text here", "second"])
+    assert [m["role"] for m in messages] == ["system"] + ["user", "assistant"] * len(examples) + [
+        "user"]
+    assert messages[-1]["content"] == "Question: q?\n\nPassages:\n[1] first passage text h\n[2] second"
+    assert messages[2]["content"] == '{"ranking": %s}' % examples[0]["ranking"]
+    with pytest.raises(ValueError, match="step"):
+        LLMListwiseRanker(smollm_engine, window=4, step=5)
+
+
+def test_listwise_examples_are_tune_questions_with_a_full_ranking():
+    import json
+    from pathlib import Path
+
+    from benchmarks.splits import split_of
+    from models.rerankers import listwise_examples
+
+    questions = Path(__file__).resolve().parents[2] / "shared/data/financebench/questions.dev.jsonl"
+    if not questions.is_file():
+        pytest.skip("the shared FinanceBench questions are not here")
+    split = split_of([json.loads(line) for line in questions.read_text().splitlines() if line])
+    examples = listwise_examples()
+    assert len(examples) >= 1
+    assert {split[e["id"]] for e in examples} == {"tune"}  # no scored question is shown
+    assert all(sorted(e["ranking"]) == list(range(1, len(e["passages"]) + 1)) for e in examples)
+
+
+def test_listwise_ranker_slides_its_window_and_counts_tokens(smollm_engine):
+    from models.rerankers import LLMListwiseRanker
+
+    ranker = LLMListwiseRanker(smollm_engine, window=4, step=2, max_passage_chars=120)
+    passages = PASSAGES + ["Net income rose to $5.3 billion.", "Capital spending was $1.6 billion."]
+    scores = ranker.score(QUERY, passages)
+    assert sorted(scores) == [float(v) for v in range(1, len(passages) + 1)]  # a full order
+    usage = ranker.last_usage
+    assert usage["calls"] == 2  # windows [2, 6) then [0, 4)
+    assert len(usage["prompt_tokens_each"]) == len(usage["completion_tokens_each"]) == 2
+    assert usage["prompt_tokens"] == sum(usage["prompt_tokens_each"]) > 0
+    assert all(n > 0 for n in usage["completion_tokens_each"])
+    assert ranker.score(QUERY, [RELEVANT]) == [1.0] and ranker.last_usage["calls"] == 0
+
+
+def test_listwise_ranker_as_a_profile_role_and_cascade_stage(maxsim, smollm_engine):
+    from models.profiles import RoleSpec, load_config, load_reranker
+    from models.rerankers import LLMListwiseRanker
+
+    prof = load_config().active("cpu")
+    roles = dict(prof.roles, large_reranker=RoleSpec(kind="llm-listwise",
+                                                     model=smollm_engine.model_id))
+    ranker = load_reranker(prof.model_copy(update={"roles": roles}), "large_reranker",
+                           engine=smollm_engine)
+    assert isinstance(ranker, LLMListwiseRanker) and ranker.examples
+    result = Cascade(maxsim, ranker, light_top_n=4, large_top_m=3, keep_k=2).rerank(
+        QUERY, [(f"p{i}", p) for i, p in enumerate(PASSAGES)])
+    large = result.stage("large")
+    assert large.n_in == 3 and large.usage["calls"] == 1
+    assert sorted(large.ids) == sorted(result.stage("light").ids[:3])
+
+
 # --- cross-encoder -------------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

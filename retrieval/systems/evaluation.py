@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from retrieval.answer import Answer
+from retrieval.answer import FACTS_DOC_ID, Answer
 
 ROUTED_SYSTEMS = ("hdrr", "sfr")
 
@@ -105,9 +105,10 @@ def ndcg_at_k(answer: Answer | dict, gold_doc: str, pages: list[int], k: int = 1
 
 
 def wrong_document_share(answer: Answer | dict, gold_doc: str) -> float | None:
-    """The share of the context's chunks that come from another filing than the gold one."""
+    """The share of the context's passages that come from another filing than the gold one. The
+    block of reported figures a hybrid answer adds is not a passage of a filing: not counted."""
     retrieved = answer["retrieved"] if isinstance(answer, dict) else answer.retrieved
-    rows = retrieved.get("context") or []
+    rows = [r for r in retrieved.get("context") or [] if r["doc_id"] != FACTS_DOC_ID]
     if not rows:
         return None
     return sum(r["doc_id"] != gold_doc for r in rows) / len(rows)

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, Literal
 
 from pydantic import BaseModel, Field
 
-from retrieval.answer import Answer, Citation, LLMCall, Routing
+from retrieval.answer import FACTS_DOC_ID, Answer, Citation, LLMCall, Routing
 from retrieval.systems.context import (NOT_FOUND, Block, answer_messages, build_blocks, cite,
                                fair_shares, mark_pages, truncate_to_tokens)
 from retrieval.store.index import Hit, Index
@@ -235,7 +235,9 @@ class Pipeline:
         pipe = cls(index, embedder, prof, variants=variants, light=light, meter=None,
                    companies=companies, use_llm_router=use_llm_router)
         if prof.pipeline.large_rerank:
-            llm = prof.role("large_reranker").kind == "llm-scorer"
+            from models.devices import LLM_KINDS
+
+            llm = prof.role("large_reranker").kind in LLM_KINDS
             pipe.large = load_reranker(prof, "large_reranker",
                                        engine=pipe.engine("large_reranker") if llm else None)
             from models.rerankers import Cascade
@@ -457,8 +459,9 @@ class Pipeline:
             order = list(st.ids) + [i for i in order if i not in scored]
             if st.usage:
                 each = st.usage.get("prompt_tokens_each") or []
-                for n in each:
-                    run.answer.calls.append(LLMCall("large_reranker", st.model_id or "", n, 0,
+                out = st.usage.get("completion_tokens_each") or [0] * len(each)
+                for n, m in zip(each, out):
+                    run.answer.calls.append(LLMCall("large_reranker", st.model_id or "", n, m,
                                                     round(st.seconds * 1000 / len(each), 3)))
         placed = set(order)
         order += [h.chunk_id for h in hits if h.chunk_id not in placed]
@@ -717,7 +720,7 @@ class Pipeline:
             run.preface = result.text
             text = ("Reported figures (use these for the numbers; the passages that follow "
                     "explain them):\n" + result.text)
-            return Block("XBRL", 1, 1, text, self.count_tokens(text), None)
+            return Block(FACTS_DOC_ID, 1, 1, text, self.count_tokens(text), None)
         if result.values or not routing.routed:
             run.answer.answer = result.text or "The facts hold no answer to this question."
             run.done = True
