@@ -299,7 +299,8 @@ def load_profile_embedder(profile: Profile, role: str = "embedder", **kwargs):
 
 def load_reranker(profile: Profile, role: str, *, embedder=None, engine=None):
     """The reranker a role names: MaxSim over the embedder, an LLM yes/no scorer, an LLM
-    listwise ranker (with the packaged in-context examples), or a cross-encoder. Pass an already loaded embedder or engine to share it between roles."""
+    listwise ranker (with the packaged in-context examples), or a cross-encoder. Pass an
+    already loaded embedder or engine to share it between roles."""
     from models import rerankers
 
     spec = profile.role(role)
