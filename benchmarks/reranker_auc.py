@@ -175,11 +175,6 @@ def measure(args) -> dict:
     }
 
 
-def _option(command: str, flag: str) -> str | None:
-    words = shlex.split(command)
-    return words[words.index(flag) + 1] if flag in words[:-1] else None
-
-
 def write_report(out: Path, s: dict) -> None:
     import matplotlib
 
@@ -200,9 +195,7 @@ def write_report(out: Path, s: dict) -> None:
     fig.tight_layout()
     fig.savefig(out / "score_distributions.png", dpi=120)
     plt.close(fig)
-    # runs from before these fields were stored: read them back from the command line
-    negatives = s.get("negatives") or _option(s["command"], "--negatives") or 5
-    max_chars = s.get("max_chars") or _option(s["command"], "--max-chars") or 1500
+    negatives, max_chars = s["negatives"], s["max_chars"]
     top_m = s["cascade_top_m"]
     lines = [
         f"# Reranker separation — profile `{s['profile']}`", "", f"Command: `{s['command']}`", "",
