@@ -2,7 +2,8 @@
 
 For each FinanceBench dev question whose filing is indexed: its evidence page(s) and a seeded
 sample of other pages of that filing are scored by the light stage (MaxSim over MiniLM token
-vectors) and the large stage (LLM yes/no relevance) of a profile. Reports ROC-AUC per stage
+vectors) and the large stage of a profile (LLM yes/no relevance; ``--large KIND:MODEL`` names
+another, e.g. ``bi-encoder:sentence-transformers/all-mpnet-base-v2``). Reports ROC-AUC per stage
 (pooled, and the mean of per-question AUCs), and the scoring time of the cascade (light on
 all, large on the light top M) against large-only on the same candidates, in one run.
 
@@ -11,7 +12,7 @@ questions (every page of a drawn question goes with it): large minus light withi
 with ``--against DIR`` this run's large stage minus another run's, on the same pages.
 
     python -m benchmarks.reranker_auc --index DIR [--profile cpu] [--questions N]
-        [--large-model MODEL] [--against RESULTS_DIR]
+        [--large-model MODEL | --large KIND:MODEL] [--against RESULTS_DIR]
     python -m benchmarks.reranker_auc --report-only --out RESULTS_DIR [--against RESULTS_DIR]
 """
 
@@ -81,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--large-model", default=None,
                    help="score the large stage with this model instead of the profile's "
                         "large_reranker (e.g. Qwen/Qwen2.5-Coder-1.5B-Instruct)")
+    p.add_argument("--large", default=None, metavar="KIND:MODEL",
+                   help="the large stage as another reranker kind and model, e.g. "
+                        "bi-encoder:sentence-transformers/all-mpnet-base-v2")
     p.add_argument("--against", type=Path, default=None, metavar="RESULTS_DIR",
                    help="another run on the same pages: report this large stage minus its")
     p.add_argument("--report-only", action="store_true",
@@ -96,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         if args.index is None:
             p.error("--index is required unless --report-only")
+        if args.large and args.large_model:
+            p.error("--large names the kind and the model: give it or --large-model, not both")
         data = {"command": command, **measure(args)}
     against = json.loads((args.against / "results.json").read_text()) if args.against else None
     data["gaps"] = {"large_minus_light": auc_gap(data["rows"], "large", "light")}
@@ -115,19 +121,21 @@ def measure(args) -> dict:
     from tqdm import tqdm
 
     from models.embedders import load_embedder
-    from models.profiles import load_config, resolve_role
-    from models.rerankers import LLMRelevanceScorer, MaxSimReranker
-    from models.transformers_engine import TransformersEngine
+    from models.profiles import RoleSpec, load_config, load_reranker, resolve_role
+    from models.rerankers import MaxSimReranker
     from retrieval.store.index import Index
 
     env = dict(os.environ, FINRAG_PROFILE=args.profile)
     if args.large_model:  # the profiles' own override of a role's model
         env["FINRAG_LARGE_RERANKER_MODEL"] = args.large_model
     profile = load_config(env=env).active(args.profile)
+    if args.large:
+        kind, _, model = args.large.partition(":")
+        profile = profile.model_copy(update={"roles": dict(
+            profile.roles, large_reranker=RoleSpec(kind=kind, model=model))})
     light = MaxSimReranker(load_embedder("minilm"))
-    weights = resolve_role(profile, "large_reranker", prepare=True, progress=True)
-    large = LLMRelevanceScorer(TransformersEngine(weights.path),
-                               model_id=profile.role("large_reranker").model)
+    resolve_role(profile, "large_reranker", prepare=True, progress=True)
+    large = load_reranker(profile, "large_reranker")
     rng = random.Random(0)
     questions = [json.loads(l) for l in (SHARED / "questions.dev.jsonl").read_text().splitlines()]
     rows = []
@@ -162,7 +170,7 @@ def measure(args) -> dict:
         "profile": args.profile, "questions": len(rows), "negatives": args.negatives,
         "max_chars": args.max_chars,
         "candidates_per_question": round(sum(len(r["labels"]) for r in rows) / len(rows), 2),
-        "light_model": light.model_id, "large_model": large.model_id,
+        "light_model": light.model_id, "large_model": large.model_id, "large_kind": large.name,
         "auc_pooled": {"light": pooled_auc(rows, "light"), "large": pooled_auc(rows, "large")},
         "auc_mean_per_question": {k: sum(v) / len(v) for k in ("light", "large")
                                   if (v := per_q(k))},
@@ -207,7 +215,8 @@ def write_report(out: Path, s: dict) -> None:
         "| stage | model | pooled ROC-AUC | mean per-question ROC-AUC |", "|---|---|---:|---:|",
         f"| light | {s['light_model']} (MaxSim) | {s['auc_pooled']['light']:.3f} | "
         f"{s['auc_mean_per_question'].get('light', float('nan')):.3f} |",
-        f"| large | {s['large_model']} (yes/no) | {s['auc_pooled']['large']:.3f} | "
+        f"| large | {s['large_model']} ({s.get('large_kind', 'llm-yesno')}) | "
+        f"{s['auc_pooled']['large']:.3f} | "
         f"{s['auc_mean_per_question'].get('large', float('nan')):.3f} |", "",
         "Gaps in pooled ROC-AUC, with 95% bootstrap intervals resampling the questions "
         "(each drawn question brings all its pages):", "",

@@ -47,7 +47,6 @@ STAGES: dict[str, dict] = {
     # chunk of the first 2 leads (stmt<N>: of the first N)
     "stmt": {"pipeline": {"statement_pages": 2}},
     "pool100": {"pipeline": {"fts_k": 50, "dense_k": 60}, "cascade": {"light_top_n": 100}},
-    "top20": {"cascade": {"large_top_m": 20}},
     # the large stage named by --large (kind:model), over the light stage's top M
     "large": {"pipeline": {"large_rerank": True}},
     # HyDE: a hypothetical passage (dense side, with the question) and keywords (FTS side)
@@ -79,9 +78,12 @@ def parse_config(name: str) -> dict:
         if part.startswith("krecip_k"):  # krecip_k6: k-reciprocal with k1 = 6
             out["pipeline"].update(k_reciprocal=True, k_reciprocal_k1=int(part[8:]))
             continue
+        if part.startswith("top") and part[3:].isdigit():  # top12: the large stage sees 12
+            out["cascade"].update(large_top_m=int(part[3:]))
+            continue
         if part not in STAGES:
             raise ValueError(f"unknown stage {part!r}; known: baseline, {', '.join(STAGES)}, "
-                             "krecip_l<lambda>, krecip_k<k1>, stmt<N>")
+                             "krecip_l<lambda>, krecip_k<k1>, stmt<N>, top<M>")
         for key, values in STAGES[part].items():
             out[key].update(values)
     return out

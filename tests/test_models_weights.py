@@ -56,10 +56,10 @@ def test_converted_copy_loads_without_its_gguf_package(tmp_path, monkeypatch):
     the copy's own recorded hashes are enough; a damaged copy is still an error."""
     import json
 
-    from models.weights import PackagedGGUF, cache_dir, sha256_file, transformers_dir
+    from models.weights import PackagedFile, cache_dir, sha256_file, transformers_dir
 
     monkeypatch.setenv("FINRAG_CACHE", str(tmp_path / "cache"))
-    gguf = PackagedGGUF("x/y", "tiny.gguf", (("not_a_real_pkg_zz", "tiny.gguf"),),
+    gguf = PackagedFile("x/y", "tiny.gguf", (("not_a_real_pkg_zz", "tiny.gguf"),),
                         ("not-a-real-pkg==1.0",), "ab" * 32)
     folder = cache_dir() / "transformers" / f"tiny-{gguf.sha256[:12]}"
     folder.mkdir(parents=True)
@@ -75,3 +75,75 @@ def test_converted_copy_loads_without_its_gguf_package(tmp_path, monkeypatch):
     shutil.rmtree(folder)  # nothing converted: the package is needed, and named
     with pytest.raises(WeightsError, match="not-a-real-pkg==1.0"):
         transformers_dir(gguf)
+
+
+def _parts_package(root, module: str, relpath: str, data: bytes) -> None:
+    folder = root / module
+    (folder / relpath).parent.mkdir(parents=True, exist_ok=True)
+    (folder / "__init__.py").write_text("")
+    (folder / relpath).write_bytes(data)
+
+
+def test_packaged_archive_is_assembled_checked_extracted_once_and_verified(tmp_path, monkeypatch):
+    """A model folder zipped and split over two packages: assembled, its sha256 checked,
+    extracted once (only the named folder), and a damaged extracted file is an error."""
+    import hashlib
+    import io
+    import zipfile
+
+    from models.weights import PackagedArchive, PackagedFile, cache_dir, extracted_dir
+
+    monkeypatch.setenv("FINRAG_CACHE", str(tmp_path / "cache"))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("m/config.json", '{"dim": 4}')
+        z.writestr("m/sub/weights.bin", b"\x00\x01" * 5000)
+        z.writestr("elsewhere.txt", "not the model's")
+    data = buf.getvalue()
+    half = len(data) // 2
+    site = tmp_path / "site"
+    _parts_package(site, "fake_zip_part_1", "input/m.zip.001", data[:half])
+    _parts_package(site, "fake_zip_part_2", "input/m.zip.002", data[half:])
+    monkeypatch.syspath_prepend(str(site))
+
+    def archive(sha256: str, size: int = len(data)) -> PackagedArchive:
+        return PackagedArchive(PackagedFile(
+            "x/m", "m.zip", (("fake_zip_part_1", "input/m.zip.001"),
+                             ("fake_zip_part_2", "input/m.zip.002")),
+            ("fake-zip-part-1==1", "fake-zip-part-2==1"), sha256, size), folder="m")
+
+    good = archive(hashlib.sha256(data).hexdigest())
+    with pytest.raises(WeightsError, match="assembled sha256"):
+        extracted_dir(archive("0" * 64))
+    with pytest.raises(WeightsError, match="parts add up to"):
+        extracted_dir(archive(good.archive.sha256, size=len(data) + 1))
+    folder = extracted_dir(good)
+    assert folder.parent == cache_dir() / "models"
+    assert (folder / "config.json").read_text() == '{"dim": 4}'
+    assert (folder / "sub" / "weights.bin").read_bytes() == b"\x00\x01" * 5000
+    assert not (folder / "elsewhere.txt").exists()
+    assert not list((cache_dir() / "models").glob("*.zip"))  # the archive is not kept
+    assert extracted_dir(good) == folder  # checked, not extracted again
+    (folder / "sub" / "weights.bin").write_bytes(b"damaged")
+    os.utime(folder / "sub" / "weights.bin", ns=(1, 1))
+    with pytest.raises(WeightsError, match="sha256 mismatch"):
+        extracted_dir(good)
+
+
+def test_packaged_mpnet_loads_as_a_sentence_transformers_embedder():
+    """The real all-mpnet-base-v2 parts (models/weights-requirements.txt) resolve through the
+    profiles' role resolution and embed: 768-dimensional unit vectors."""
+    from models.embedders import load_embedder
+    from models.profiles import RoleSpec, load_config, resolve_role
+    from models.weights import MPNET_BASE_V2
+
+    profile = load_config(env={}).active("cpu")
+    profile = profile.model_copy(update={"roles": dict(profile.roles, large_reranker=RoleSpec(
+        kind="bi-encoder", model=MPNET_BASE_V2.model_id))})
+    weights = resolve_role(profile, "large_reranker")
+    assert weights.verified and weights.source == "package"
+    embedder = load_embedder(weights.path, model_id=MPNET_BASE_V2.model_id)
+    v = embedder.encode(["revenue increased", "sales grew", "the board met in May"])
+    assert v.shape == (3, 768)
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-5)
+    assert v[0] @ v[1] > v[0] @ v[2]

@@ -252,6 +252,9 @@ def test_stage_configurations_compose_and_the_choice_is_made_on_tune():
     assert parse_config("prior+stmt3") == {"pipeline": {"statement_pages": 3},
                                            "cascade": {"prior_fusion": True}}
     assert parse_config("stmt")["pipeline"] == {"statement_pages": 2}
+    assert parse_config("nolight+large+top50") == {
+        "pipeline": {"light_rerank": False, "large_rerank": True},
+        "cascade": {"large_top_m": 50}}
     # the report names every stage its configurations use, parametrised ones too
     assert _stages_named(["baseline", "prior+stmt1", "stmt1"]) == {
         "prior": {"cascade": {"prior_fusion": True}},
