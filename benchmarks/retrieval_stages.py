@@ -49,6 +49,8 @@ STAGES: dict[str, dict] = {
     "pool100": {"pipeline": {"fts_k": 50, "dense_k": 60}, "cascade": {"light_top_n": 100}},
     # the large stage named by --large (kind:model), over the light stage's top M
     "large": {"pipeline": {"large_rerank": True}},
+    # the large stage's order fused with the order it was given (RRF)
+    "lfuse": {"cascade": {"large_fusion": True}},
     # HyDE: a hypothetical passage (dense side, with the question) and keywords (FTS side)
     # from the router LLM; hydep embeds the passage alone
     "hyde": {"pipeline": {"query_expansion": True, "expansion_dense": "question+passage"}},
@@ -60,7 +62,7 @@ STAGES: dict[str, dict] = {
 OFF: dict = {"pipeline": {"normalize_query": False, "fts_weighted": False, "k_reciprocal": False,
                           "table_records": 0, "light_rerank": True, "large_rerank": False,
                           "query_expansion": False, "statement_pages": 0},
-             "cascade": {"prior_fusion": False}}
+             "cascade": {"prior_fusion": False, "large_fusion": False}}
 
 
 def parse_config(name: str) -> dict:
@@ -144,7 +146,8 @@ def score(q, answer: dict, n_relevant: int) -> dict:
     # where each recorded stage put the first evidence chunk (fused: the retrievers' RRF order)
     stage_ranks = {stage: first_hit_rank({"retrieved": {"ranked": rows}}, q.doc_name, q.pages)
                    for stage, rows in answer["retrieved"].items()
-                   if stage in ("fused", "tables", "light", "refine", "large")}
+                   if stage in ("fused", "tables", "light", "refine", "large",
+                                "large_fusion")}
     return {"hit5": float(evidence_hit(answer, q.doc_name, q.pages, 5)),
             "hit10": float(evidence_hit(answer, q.doc_name, q.pages, 10)),
             "rr": 0.0 if rank is None else 1.0 / rank, "first_rank": rank,

@@ -48,6 +48,9 @@ class CascadeSettings(BaseModel):
     # the retrievers' RRF order kept as a ranking of its own and fused by RRF with the light
     # stage's (on the dev questions MaxSim alone ranked evidence below the retrievers' order)
     prior_fusion: bool = False
+    # the large stage's order fused by RRF with the order it was given (the light stage's, or
+    # the prior's): a second opinion rather than the last word
+    large_fusion: bool = False
 
 
 class PipelineSettings(BaseModel):

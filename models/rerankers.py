@@ -448,7 +448,7 @@ class StageRecord:
     """One cascade stage: what it scored (ids and scores, best first), how many came in and
     went on, wall seconds and process CPU seconds (all threads)."""
 
-    stage: str  # light | large | cutoff
+    stage: str  # light | refine | prior | large | large_fusion | cutoff
     model_id: str | None
     ids: list
     scores: list[float]
@@ -481,11 +481,11 @@ class Cascade:
     def __init__(self, light: Reranker | None, large: Reranker | None, *, light_top_n: int = 50,
                  large_top_m: int = 10, keep_k: int = 5, min_keep: int = 1,
                  cumulative: float = 0.55, cliff: float = 0.15, prior_fusion: bool = False,
-                 prior_k: int = 60):
+                 large_fusion: bool = False, prior_k: int = 60):
         if light is None and large is None:
             raise ValueError("a cascade needs at least one stage")
         self.light, self.large = light, large
-        self.prior_fusion, self.prior_k = prior_fusion, prior_k
+        self.prior_fusion, self.large_fusion, self.prior_k = prior_fusion, large_fusion, prior_k
         self.light_top_n, self.large_top_m, self.keep_k = light_top_n, large_top_m, keep_k
         self.min_keep = min_keep
         self.cumulative, self.cliff = cumulative, cliff
@@ -501,6 +501,17 @@ class Cascade:
         return StageRecord(stage, reranker.model_id, [items[i][0] for i in order],
                            [float(raw[i]) for i in order], len(items), min(n_out, len(items)),
                            seconds, cpu, dict(usage) if usage else None)
+
+    def _fuse(self, stage: str, given: list, rec: StageRecord) -> StageRecord:
+        """RRF of the order ``given`` to a stage and the order it returned (``rec``)."""
+        t0, c0 = time.perf_counter(), time.process_time()
+        fused: dict = {}
+        for ranking in (given, rec.ids):
+            for r, i in enumerate(ranking, start=1):
+                fused[i] = fused.get(i, 0.0) + 1.0 / (self.prior_k + r)
+        order = sorted(fused, key=lambda i: -fused[i])  # stable: ties keep the given order
+        return StageRecord(stage, None, order, [fused[i] for i in order], rec.n_in, rec.n_out,
+                           time.perf_counter() - t0, time.process_time() - c0)
 
     def rerank(self, query: str, candidates: list[tuple[Hashable, str]], *,
                refine: Callable[[list, list[float]], list[float]] | None = None
@@ -524,21 +535,18 @@ class Cascade:
                                   time.perf_counter() - t0, time.process_time() - c0)
                 stages.append(rec)
             if self.prior_fusion:  # RRF of the incoming order and the light stage's
-                t0, c0 = time.perf_counter(), time.process_time()
-                fused: dict = {}
-                for ranking in ([i for i, _ in pool], rec.ids):
-                    for r, i in enumerate(ranking, start=1):
-                        fused[i] = fused.get(i, 0.0) + 1.0 / (self.prior_k + r)
-                order = sorted(fused, key=lambda i: -fused[i])  # stable: ties keep pool order
-                rec = StageRecord("prior", None, order, [fused[i] for i in order], rec.n_in,
-                                  rec.n_out, time.perf_counter() - t0, time.process_time() - c0)
+                rec = self._fuse("prior", [i for i, _ in pool], rec)
                 stages.append(rec)
             ids, scores = rec.ids[:rec.n_out], rec.scores[:rec.n_out]
         else:
             ids, scores = [i for i, _ in pool[:self.large_top_m]], None
         if self.large is not None:
+            given = ids
             rec = self._run("large", self.large, query, [(i, text[i]) for i in ids], len(ids))
             stages.append(rec)
+            if self.large_fusion:  # RRF of the order the large stage was given and its own
+                rec = self._fuse("large_fusion", given, rec)
+                stages.append(rec)
             ids, scores = rec.ids, rec.scores
         t0, c0 = time.perf_counter(), time.process_time()
         kept = adaptive_cutoff(scores, self.cumulative, self.cliff, min_keep=self.min_keep,

@@ -136,6 +136,28 @@ def test_prior_fusion_keeps_the_retrievers_order_as_a_vote():
     assert fused.ids == [0, 4, 1, 3, 2]
 
 
+def test_large_fusion_votes_the_order_the_large_stage_was_given():
+    # the light stage orders by length, the large stage reverses it; fused, the large stage's
+    # order is a second vote and the given (light) order breaks the ties
+    class Length:
+        name = model_id = "length"
+
+        def __init__(self, sign):
+            self.sign = sign
+
+        def score(self, query, passages):
+            return [self.sign * float(len(p)) for p in passages]
+
+    items = [(i, "x" * (i + 1)) for i in range(6)]
+    kw = dict(light_top_n=6, large_top_m=4, keep_k=4, min_keep=4)
+    plain = Cascade(Length(1), Length(-1), **kw).rerank("q", items)
+    assert plain.ids == [2, 3, 4, 5]  # the large stage alone decides
+    fused = Cascade(Length(1), Length(-1), large_fusion=True, **kw).rerank("q", items)
+    assert [s.stage for s in fused.stages] == ["light", "large", "large_fusion", "cutoff"]
+    assert fused.ids == [5, 2, 4, 3]
+    assert fused.stage("large_fusion").n_in == 4
+
+
 # ranking metrics ------------------------------------------------------------------------
 def _answer(rows):
     return {"retrieved": {"ranked": [{"chunk_id": i, "doc_id": d, "first_page": f,
