@@ -161,7 +161,6 @@ QWEN25_CODER_15B = split_gguf(
     "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046", 1_117_320_768)
 
 
-
 @dataclass(frozen=True)
 class PackagedArchive:
     """A model folder shipped as a zip archive (a ``PackagedFile``, usually split in parts),
