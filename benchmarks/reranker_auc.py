@@ -108,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     if against is not None:
         data["gaps"]["large_minus_other_large"] = {
             **auc_gap(data["rows"], "large", "large", against["rows"]),
-            "other": str(args.against), "other_model": against["large_model"]}
+            "other": str(args.against), "other_model": against["large_model"],
+            "other_kind": against.get("large_kind", "llm-yesno")}
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(json.dumps(data, indent=2))
     write_report(out, data)
@@ -222,11 +223,13 @@ def write_report(out: Path, s: dict) -> None:
         "(each drawn question brings all its pages):", "",
         "| gap | pooled ROC-AUC difference [95% CI] | questions |", "|---|---:|---:|"]
     gaps = s["gaps"]
-    names = {"large_minus_light": f"large ({s['large_model']}) − light (MaxSim)"}
+    kind = s.get("large_kind", "llm-yesno")
+    names = {"large_minus_light": f"large ({s['large_model']}, {kind}) − light (MaxSim)"}
     if "large_minus_other_large" in gaps:
-        names["large_minus_other_large"] = (f"large ({s['large_model']}) − large "
-                                            f"({gaps['large_minus_other_large']['other_model']},"
-                                            f" `{gaps['large_minus_other_large']['other']}`)")
+        other = gaps["large_minus_other_large"]
+        names["large_minus_other_large"] = (
+            f"large ({s['large_model']}, {kind}) − large ({other['other_model']}, "
+            f"{other.get('other_kind', 'llm-yesno')}, `{other['other']}`)")
     for key, name in names.items():
         g = gaps[key]
         lines.append(f"| {name} | {g['gap']:+.3f} [{g['low']:+.3f}, {g['high']:+.3f}] | "
