@@ -221,6 +221,25 @@ def test_bi_encoder_reads_the_whole_passage_in_windows(embedder):
     assert scorer.score("q", []) == []
 
 
+
+def test_cached_large_scores_equal_the_scorer_s_and_score_each_passage_once(embedder):
+    from benchmarks.retrieval_stages import CachedScores
+    from models.rerankers import BiEncoderReranker
+
+    scorer = BiEncoderReranker(embedder)
+    seen: list[str] = []
+    real = scorer.score
+    scorer.score = lambda q, ps: (seen.extend(ps), real(q, ps))[1]
+    cached = CachedScores(scorer)
+    passages = ["Net income was $1.2 billion.", "The board met in spring.", "Revenue grew 4%."]
+    assert cached.name == "bi-encoder" and cached.model_id == scorer.model_id
+    first = cached.score("What was net income?", passages[:2])
+    again = cached.score("What was net income?", passages[::-1])
+    assert again == pytest.approx([real("What was net income?", [p])[0] for p in passages[::-1]])
+    assert again[1:] == pytest.approx(first[::-1])
+    assert seen == passages  # the third passage scored once, the first two not again
+    assert cached.score("Another question?", passages[:1]) != first[:1]
+
 # the pipeline with every stage on -------------------------------------------------------
 def test_pipeline_runs_every_stage_when_the_profile_turns_it_on(demo_index):
     from retrieval.systems.pipelines import Pipeline
