@@ -35,7 +35,7 @@ def add_pipeline_options(parser: argparse.ArgumentParser) -> None:
                         help="the V-B (--variant llmctx) index for cbr_llmctx "
                              "(default: <index>-llmctx)")
     parser.add_argument("--large-rerank", action=argparse.BooleanOptionalAction, default=None,
-                        help="run the cascade's large LLM reranker (default: the profile's "
+                        help="run the cascade's large reranker (default: the profile's "
                              "setting)")
 
 
