@@ -221,7 +221,6 @@ def test_bi_encoder_reads_the_whole_passage_in_windows(embedder):
     assert scorer.score("q", []) == []
 
 
-
 def test_cached_large_scores_equal_the_scorer_s_and_score_each_passage_once(embedder):
     from benchmarks.retrieval_stages import CachedScores
     from models.rerankers import BiEncoderReranker
@@ -239,6 +238,7 @@ def test_cached_large_scores_equal_the_scorer_s_and_score_each_passage_once(embe
     assert again[1:] == pytest.approx(first[::-1])
     assert seen == passages  # the third passage scored once, the first two not again
     assert cached.score("Another question?", passages[:1]) != first[:1]
+
 
 # the pipeline with every stage on -------------------------------------------------------
 def test_pipeline_runs_every_stage_when_the_profile_turns_it_on(demo_index):
