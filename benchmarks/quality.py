@@ -8,7 +8,9 @@ rubric and labels it correct / incorrect / refusal as FinanceBench does.
 
 Questions run one after another, every system on a question before the next question, and the
 question's answers are judged as soon as they exist, so a run stopped at any point has paired
-results for the questions it finished. Answers are cached per (question, system, config hash)
+results for the questions it finished. They run in a seeded random order (``RUN_SEED``), not file
+order (which groups companies alphabetically), so the questions a stopped run finished are a
+random subset of those asked. Answers are cached per (question, system, config hash)
 and verdicts per (answer, judge config hash) in ``<results>/cache/``: a killed run resumes, and
 a finished one only redraws the report. The config hash covers the profile's pipeline settings,
 model ids, the index's contents and the system; change any and the answers are made again.
@@ -23,6 +25,7 @@ from typing import Any
 
 from benchmarks import report as R
 from benchmarks import stats
+from benchmarks.splits import seeded_rank
 
 # Scores in bands that line up with the rubric's rates: failure P(s=1), correctness P(s>=8),
 # perfect P(s=10).
@@ -101,17 +104,22 @@ def _trim(answer: dict[str, Any]) -> dict[str, Any]:
 # --- running ---------------------------------------------------------------------------------
 
 SAMPLE_SEED = "finrag-system-sample-1"
+RUN_SEED = "finrag-run-order-1"
 
 
 def sample_ids(questions, n: int) -> set[str]:
     """A fixed sample of ``n`` of the questions whose filing is indexed (a slow system such as
     SFR runs on these only; every other system is reported on the same sample too). Seeded hash
     order, so the sample does not depend on file order and grows by adding, not replacing."""
-    from benchmarks.splits import seeded_rank
-
     routed = [q for q in questions if q.pdf_present and q.doc_name]
     ranked = sorted(routed, key=lambda q: seeded_rank(SAMPLE_SEED, q.id))
     return {q.id for q in ranked[:n]}
+
+
+def run_order(questions) -> list[int]:
+    """The positions of ``questions`` in the order a run answers them: seeded by question id,
+    so every prefix (what a stopped run finished) is a random subset, whatever the file order."""
+    return sorted(range(len(questions)), key=lambda i: seeded_rank(RUN_SEED, questions[i].id))
 
 
 def run_quality(pipe, questions, systems: list[str], cache_dir: Path, *, judge_engine,
@@ -144,7 +152,8 @@ def run_quality(pipe, questions, systems: list[str], cache_dir: Path, *, judge_e
         todo = sum(keys[(q.id, s)] not in answers for _, q, s in plan)
         bar = tqdm(total=todo, desc="answer", unit="answer", file=sys.stderr, dynamic_ncols=True)
     records = []
-    for i, q in enumerate(questions):
+    for i in run_order(questions):
+        q = questions[i]
         mine = []
         for _, _, s in (p for p in plan if p[0] == i):
             key = keys[(q.id, s)]
@@ -183,9 +192,11 @@ def run_quality(pipe, questions, systems: list[str], cache_dir: Path, *, judge_e
             records.append({"id": q.id, "system": r["system"], "config_hash": r["config_hash"],
                             "answer": r["answer"], "row": r["row"],
                             "question_type": q.question_type, "stale": r.get("stale", False),
-                            "verdict": None if res is None else J.result_record(res)})
+                            "verdict": None if res is None else J.result_record(res),
+                            "_order": i})
     if bar is not None:
         bar.close()
+    records.sort(key=lambda r: r.pop("_order"))  # stable: systems stay in their order
     return records
 
 

@@ -232,6 +232,18 @@ def test_system_sample_is_fixed_nested_and_routed_only():
         Q._limits("sfr")
 
 
+def test_run_order_is_seeded_not_file_order():
+    from retrieval.systems.evaluation import Question
+
+    qs = [Question(f"q{i:02d}", "?", "DOC", [1]) for i in range(40)]
+    ids = [qs[i].id for i in Q.run_order(qs)]
+    assert sorted(ids) == [q.id for q in qs] and ids != [q.id for q in qs]
+    backwards = list(reversed(qs))
+    assert [backwards[i].id for i in Q.run_order(backwards)] == ids
+    # the first quarter a stopped run finished is spread over the file, not its head
+    assert max(int(i[1:]) for i in ids[:10]) >= 20
+
+
 # --- end to end, tiny profile ----------------------------------------------------------------
 
 def _cli(*args):
