@@ -15,7 +15,8 @@ Kinds of reference (gold) answer:
 - anything else (explanations, lists, names): no rule; the LLM judge decides.
 
 Before these, an answer that declines (``REFUSAL`` within its first ``REFUSAL_WITHIN``
-characters, or empty) and gives no reference figure is a refusal.
+characters), is empty or says nothing but citation tags (``says_nothing``), and gives no
+reference figure is a refusal.
 
 Figures: numbers with their sign (a minus or parentheses), currency, scale word (thousand, k,
 million, mn, m, billion, bn, b, trillion) and percent sign. Years (1990–2035 written bare),
@@ -38,7 +39,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-VERSION = 3  # bump on any change of a rule: it is part of every verdict cache key
+VERSION = 4  # bump on any change of a rule: it is part of every verdict cache key
 SHORT_WORDS = 14
 TOLERANCE = 0.01
 REFUSAL_WITHIN = 400
@@ -65,6 +66,7 @@ _NUMBER = re.compile(
     r"(?P<num>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?!\.?\d)"
     r"(?:\s?(?P<pct>%|percent\b|per cent\b)|\s?(?P<scale>thousand|millions?|billions?|trillion"
     r"|mn|mm|bn|k|m|b)\b)?(?P<close>\))?", re.IGNORECASE)
+_CONFLICT_NOTE = re.compile(r"\(\s*Another part of the filing gives a different answer:", re.I)
 _TAG = re.compile(r"\[[^\[\]]{1,120}?\bp{1,2}\.\s*\d+(?:\s*-\s*\d+)?\s*\]")
 _MONTHS = ("jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec|january|february|march|april"
            "|june|july|august|september|october|november|december")
@@ -178,9 +180,17 @@ def kind(gold: str, question: str = "") -> str:
     return "open"
 
 
+def says_nothing(answer: str) -> bool:
+    """No letter or digit outside the citation tags: "[3M_2018_10K p.60] [3M_2018_10K p.1]" cites
+    pages and answers nothing. The wording of SFR's note on a conflicting part (see
+    ``retrieval.systems.pipelines.fuse_part_answers``) is not an answer either."""
+    text = _CONFLICT_NOTE.sub(" ", _TAG.sub(" ", answer or ""))
+    return not re.search(r"[^\W_]", text)
+
+
 def refuses(answer: str) -> bool:
     answer = (answer or "").strip()
-    return not answer or bool(REFUSAL.search(answer[:REFUSAL_WITHIN]))
+    return says_nothing(answer) or bool(REFUSAL.search(answer[:REFUSAL_WITHIN]))
 
 
 def score(gold: str, answer: str, question: str = "") -> Verdict | None:
@@ -199,8 +209,8 @@ def score(gold: str, answer: str, question: str = "") -> Verdict | None:
                 return None  # the same word with other figures: the LLM weighs them
             return Verdict("correct", 10, "yes_no: the answer says the same")
     if refuses(answer) and not hits:
-        return Verdict("refusal", 1, "refusal: the answer declines and gives no reference "
-                                     "figure")
+        why = "says nothing (at most citation tags)" if says_nothing(answer) else "declines"
+        return Verdict("refusal", 1, f"refusal: the answer {why} and gives no reference figure")
     if what == "numeric" and len(cands) <= MAX_ANSWER_FIGURES:
         if len(hits) == len(refs):
             return Verdict("correct", 10, "numeric: every reference figure is in the answer")

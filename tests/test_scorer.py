@@ -34,6 +34,13 @@ QTY = "What is the FY2018 capital expenditure amount (in USD millions)?"
     ("1577", "", QTY, "refusal"),
     ("1577", "You haven't provided the cash flow statement, so I can't compute it.", QTY,
      "refusal"),
+    # citation tags alone say nothing, whatever the reference
+    ("1577", "[3M_2018_10K p.60] [3M_2018_10K p.1]", QTY, "refusal"),
+    ("Yes. It decreased.", " [AMCOR_2023_10K p.12-13]. ", "Did the risk decrease?", "refusal"),
+    ("Trillium, Array, and Therachon", "[Pfizer_2023Q2_10Q p.4]", "Which companies?",
+     "refusal"),
+    ("Trillium, Array, and Therachon", "Arena [Pfizer_2023Q2_10Q p.4]", "Which companies?",
+     None),
     # yes / no
     ("Yes, one customer accounted for 16% of net revenue", "No, there was none.",
      "Did AMD report customer concentration in FY22?", "incorrect"),
@@ -113,3 +120,24 @@ def test_scorer_calibration_on_labelled_answers(tmp_path):
     assert (out / "scorer.png").stat().st_size > 5000
     assert res["labelled"].startswith("..")  # shown relative to the repository
     assert f"from `{res['labelled']}`" in report
+
+
+def test_sfr_answers_of_citation_tags_alone_are_refusals():
+    # what SFR's fusion writes when the generator put only the tag in each part's answer
+    from retrieval.systems.context import Block
+    from retrieval.systems.pipelines import PartAnswer, fuse_part_answers
+
+    blocks = [Block("3M_2018_10K", page, page + 5, "…", 6000) for page in (1, 21, 60)]
+    tags_only = [(PartAnswer(found=True, answer=b.tag, confidence=c), b)
+                 for b, c in zip(blocks, (3, 2, 4))]
+    text, used = fuse_part_answers(tags_only)
+    assert "Another part of the filing" in text and len(used) == 2
+    assert scorer.says_nothing(text)
+    v = scorer.score("$1577.00", text, QTY)
+    assert (v.label, v.score) == ("refusal", 1) and "says nothing" in v.rule
+
+    stated = [(PartAnswer(found=True, answer=f"Capex was $1,577 million {blocks[2].tag}",
+                          confidence=4), blocks[2]), tags_only[1]]
+    text, _ = fuse_part_answers(stated)
+    assert "Another part of the filing" in text and not scorer.says_nothing(text)
+    assert scorer.score("$1577.00", text, QTY).label == "correct"
