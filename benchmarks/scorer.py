@@ -39,7 +39,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-VERSION = 4  # bump on any change of a rule: it is part of every verdict cache key
+VERSION = 4  # bump on any change of a rule: reports' config hashes and the calibration a
+# quality report cites carry it (rule verdicts are computed afresh, never cached)
 SHORT_WORDS = 14
 TOLERANCE = 0.01
 REFUSAL_WITHIN = 400
