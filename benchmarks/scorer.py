@@ -15,8 +15,8 @@ Kinds of reference (gold) answer:
 - anything else (explanations, lists, names): no rule; the LLM judge decides.
 
 Before these, an answer that declines (``REFUSAL`` within its first ``REFUSAL_WITHIN``
-characters), is empty or says nothing but citation tags (``says_nothing``), and gives no
-reference figure is a refusal.
+characters), is empty or says nothing but citation tags and page references
+(``says_nothing``), and gives no reference figure is a refusal.
 
 Figures: numbers with their sign (a minus or parentheses), currency, scale word (thousand, k,
 million, mn, m, billion, bn, b, trillion) and percent sign. Years (1990–2035 written bare),
@@ -39,7 +39,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-VERSION = 4  # bump on any change of a rule: reports' config hashes and the calibration a
+VERSION = 5  # bump on any change of a rule: reports' config hashes and the calibration a
 # quality report cites carry it (rule verdicts are computed afresh, never cached)
 SHORT_WORDS = 14
 TOLERANCE = 0.01
@@ -69,6 +69,7 @@ _NUMBER = re.compile(
     r"|mn|mm|bn|k|m|b)\b)?(?P<close>\))?", re.IGNORECASE)
 _CONFLICT_NOTE = re.compile(r"\(\s*Another part of the filing gives a different answer:", re.I)
 _TAG = re.compile(r"\[[^\[\]]{1,120}?\bp{1,2}\.\s*\d+(?:\s*-\s*\d+)?\s*\]")
+_PAGE_REF = re.compile(r"\b(?:pages?|pp?)\.?\s*\d+(?:\s*-\s*\d+)?\b", re.I)
 _MONTHS = ("jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec|january|february|march|april"
            "|june|july|august|september|october|november|december")
 _DATE = re.compile(rf"\b(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b,?(?:\s*\d{{4}})?"
@@ -182,10 +183,11 @@ def kind(gold: str, question: str = "") -> str:
 
 
 def says_nothing(answer: str) -> bool:
-    """No letter or digit outside the citation tags: "[3M_2018_10K p.60] [3M_2018_10K p.1]" cites
-    pages and answers nothing. The wording of SFR's note on a conflicting part (see
-    ``retrieval.systems.pipelines.fuse_part_answers``) is not an answer either."""
-    text = _CONFLICT_NOTE.sub(" ", _TAG.sub(" ", answer or ""))
+    """No letter or digit outside the citation tags and page references: "[3M_2018_10K p.60]
+    [3M_2018_10K p.1]" or "[DOC_ID p.10] p.10" cites pages and answers nothing. The wording of
+    SFR's note on a conflicting part (see ``retrieval.systems.pipelines.fuse_part_answers``) is
+    not an answer either."""
+    text = _PAGE_REF.sub(" ", _CONFLICT_NOTE.sub(" ", _TAG.sub(" ", answer or "")))
     return not re.search(r"[^\W_]", text)
 
 

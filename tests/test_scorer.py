@@ -39,6 +39,11 @@ QTY = "What is the FY2018 capital expenditure amount (in USD millions)?"
     ("Yes. It decreased.", " [AMCOR_2023_10K p.12-13]. ", "Did the risk decrease?", "refusal"),
     ("Trillium, Array, and Therachon", "[Pfizer_2023Q2_10Q p.4]", "Which companies?",
      "refusal"),
+    # ... and so do bare page references beside them (SFR's AMD answer, which the judge passed)
+    ("4.2%", "[3M_2018_10K p.60] [AMD_2015_10K p.1]\n(Another part of the filing gives a "
+     "different answer: [DOC_ID p.10] p.10 [AMD_2015_10K p.7])", QTY, "refusal"),
+    ("Yes. It decreased.", "Page 12; pp. 40-41.", "Did the risk decrease?", "refusal"),
+    ("4.2%", "D&A margin p.10: 4.2%", QTY, "correct"),
     ("Trillium, Array, and Therachon", "Arena [Pfizer_2023Q2_10Q p.4]", "Which companies?",
      None),
     # yes / no
