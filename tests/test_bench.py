@@ -382,3 +382,25 @@ def test_code_version_follows_the_source(tmp_path, monkeypatch):
     (tmp_path / "pkg" / "sub" / "b.py").write_text("x = 2\n")
     assert R.code_version("pkg", exclude=("pkg/sub",)) == second
     assert R.code_version("pkg") != R.code_version("pkg", exclude=("pkg/sub",))
+
+
+@pytest.mark.parametrize("xs, labels", [
+    ([2115, 3206, 5062], ["3,000", "4,000", "5,000"]),  # within a decade: 1..9 × 10^k
+    ([24.4, 48.7, 622.5], ["50", "100", "200", "500"]),  # a few decades: 1, 2, 5 × 10^k
+    ([0.002, 1600], ["0.01", "0.1", "1", "10", "100", "1,000"]),  # many: 10^k
+    ([], ["0.9", *map(str, range(1, 11))]),  # nothing drawn: matplotlib's default limits
+])
+def test_log_axis_ticks_are_plain_numbers_that_do_not_collide(xs, labels):
+    from benchmarks import report as R
+
+    plt = R.pyplot()
+    fig, ax = plt.subplots()
+    ax.scatter(xs, [1] * len(xs))
+    ax.set_xscale("log")
+    Q._plain_log_ticks(ax)
+    fig.canvas.draw()
+    low, high = ax.get_xlim()
+    shown = [t.get_text() for t in ax.get_xticklabels() if low <= t.get_position()[0] <= high]
+    assert shown == labels
+    assert {t.get_text() for t in ax.xaxis.get_minorticklabels()} <= {""}
+    plt.close(fig)
