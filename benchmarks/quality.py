@@ -365,7 +365,7 @@ def plots(summary: dict[str, Any], out: Path, title: str, reference: str) -> lis
         ax.step([p[key] for p in front], [p["quality"] for p in front], where="post",
                 color="C3", lw=1, label="non-dominated")
         ax.set_xscale("log")
-        _plain_log_ticks(ax)
+        R.plain_log_ticks(ax)
         ax.set_xlabel(xlabel)
         ax.set_ylabel("accuracy (share labelled correct)")
         ax.legend(fontsize=8)
@@ -378,30 +378,13 @@ def plots(summary: dict[str, Any], out: Path, title: str, reference: str) -> lis
         if lat:
             ax.step(lat, np.arange(1, len(lat) + 1) / len(lat), where="post", label=s)
     ax.set_xscale("log")
-    _plain_log_ticks(ax)
+    R.plain_log_ticks(ax)
     ax.set_xlabel("end-to-end latency per answer, s (log; one process, this machine)")
     ax.set_ylabel("share of answers")
     ax.set_title("latency CDF per system")
     ax.legend(fontsize=8)
     files.append(R.savefig(fig, out, "latency_cdf.png"))
     return files
-
-
-def _plain_log_ticks(ax) -> None:
-    """A log x axis labelled in plain numbers: 1..9 × 10^k over about a decade, 1, 2, 5 × 10^k
-    over a few, 10^k alone over more (matplotlib's default writes every
-    minor tick as 3×10^1, 4×10^1, … and they run into each other)."""
-    import numpy as np
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
-
-    low, high = ax.get_xlim()
-    decades = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
-    span = np.log10(high / low)
-    steps = range(1, 10) if span < 1.2 else (1, 2, 5) if span <= 4 else (1,)
-    ticks = [m * 10.0 ** k for k in decades for m in steps]
-    ax.xaxis.set_major_locator(FixedLocator([t for t in ticks if low <= t <= high]))
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
-    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> str:

@@ -136,6 +136,23 @@ def pyplot():
     return plt
 
 
+def plain_log_ticks(ax) -> None:
+    """A log x axis labelled in plain numbers: 1..9 × 10^k over about a decade, 1, 2, 5 × 10^k
+    over a few, 10^k alone over more (matplotlib's default writes every
+    minor tick as 3×10^1, 4×10^1, … and they run into each other)."""
+    import numpy as np
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
+
+    low, high = ax.get_xlim()
+    decades = range(int(np.floor(np.log10(low))), int(np.ceil(np.log10(high))) + 1)
+    span = np.log10(high / low)
+    steps = range(1, 10) if span < 1.2 else (1, 2, 5) if span <= 4 else (1,)
+    ticks = [m * 10.0 ** k for k in decades for m in steps]
+    ax.xaxis.set_major_locator(FixedLocator([t for t in ticks if low <= t <= high]))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
 def savefig(fig, out: Path, name: str) -> str:
     """Lay out, write ``out/name`` (PNG) and close the figure; returns ``name``."""
     import matplotlib.pyplot as plt

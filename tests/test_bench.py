@@ -397,7 +397,7 @@ def test_log_axis_ticks_are_plain_numbers_that_do_not_collide(xs, labels):
     fig, ax = plt.subplots()
     ax.scatter(xs, [1] * len(xs))
     ax.set_xscale("log")
-    Q._plain_log_ticks(ax)
+    R.plain_log_ticks(ax)
     fig.canvas.draw()
     low, high = ax.get_xlim()
     shown = [t.get_text() for t in ax.get_xticklabels() if low <= t.get_position()[0] <= high]
