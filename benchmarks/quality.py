@@ -393,7 +393,8 @@ def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> s
                      meta["config_hash"])
     lines += [
         f"{meta['questions']} questions from `{meta['questions_file']}`, index `{meta['index']}`; "
-        f"systems {', '.join(S)}"
+        + (f"answers and verdicts cached in `{meta['cache']}`; " if meta.get("cache") else "")
+        + f"systems {', '.join(S)}"
         + (f" (per-system samples: {meta['limits']})" if meta["limits"] else "")
         + (f"; split `{meta['split']}` of `benchmarks/splits.py`" if meta.get("split") else "")
         + ". **Accuracy** is the share of answers labelled correct (FinanceBench's labels: "
@@ -598,6 +599,9 @@ def add_parser(sub) -> None:
     p.add_argument("--scorer-only", action="store_true", help="no LLM judge: the deterministic "
                    "scorer labels what it can, the rest stay unlabelled (accuracy is then over "
                    "the labelled answers only)")
+    p.add_argument("--cache", type=Path, default=None, help="answer and verdict cache folder "
+                   "(default <results>/cache); reports on other splits of the same questions "
+                   "can share one, since its keys hold everything that decides a row")
     p.add_argument("--name", default=None, help="results folder name (default quality_<profile>)")
     p.add_argument("--out", type=Path, default=None, help="results folder (overrides --name)")
     p.add_argument("--quiet", action="store_true")
@@ -630,7 +634,8 @@ def main(args) -> int:
         else:
             judge_engine = J.load_judge(judge_profile)
         out = R.results_dir(args.name or f"quality_{pipe.profile.name}", args.out)
-        records = run_quality(pipe, questions, systems, out / "cache", judge_engine=judge_engine,
+        cache = args.cache or out / "cache"
+        records = run_quality(pipe, questions, systems, cache, judge_engine=judge_engine,
                               limits=limits, progress=not args.quiet,
                               cached_only=args.cached_only)
         from benchmarks.scorer import VERSION
@@ -640,6 +645,7 @@ def main(args) -> int:
         meta = {"command": R.command_line(args), "profile": pipe.profile.name,
                 "index": R.shown_path(pipe.index.folder),
                 "questions_file": R.shown_path(args.questions), "questions": len(questions),
+                "cache": R.shown_path(cache),
                 "split": None if args.split == "all" else args.split,
                 "limits": limits, "reference": args.reference, "judge": jconf,
                 "planned": {s: len(sample_ids(questions, limits[s])) if s in limits

@@ -185,8 +185,8 @@ def kind(gold: str, question: str = "") -> str:
 def says_nothing(answer: str) -> bool:
     """No letter or digit outside the citation tags and page references: "[3M_2018_10K p.60]
     [3M_2018_10K p.1]" or "[DOC_ID p.10] p.10" cites pages and answers nothing. The wording of
-    SFR's note on a conflicting part (see ``retrieval.systems.pipelines.fuse_part_answers``) is
-    not an answer either."""
+    the note SFR's former part fusion added on a conflicting part ("(Another part of the filing
+    gives a different answer: …") is not an answer either."""
     text = _PAGE_REF.sub(" ", _CONFLICT_NOTE.sub(" ", _TAG.sub(" ", answer or "")))
     return not re.search(r"[^\W_]", text)
 

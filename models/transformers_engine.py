@@ -178,13 +178,16 @@ class TransformersEngine:
         """Prompt indices grouped for forward batches of prompts of about the same length.
         On CPU the prefill is compute-bound and a batch is padded to its longest prompt, so
         mixing lengths costs more than batching saves (4 RAG prompts of 759-1,288 tokens: 31 s
-        padded together vs 21 s one by one); prompts within 10% of each other batch well."""
+        padded together vs 21 s one by one); prompts within 10% of each other batch well. A
+        batch also holds at most ``max_input_tokens`` padded tokens, the most one prompt may
+        have: the attention of eight whole-document parts at once would not fit in memory."""
         lengths = [len(self.tokenizer(t, add_special_tokens=False)["input_ids"]) for t in texts]
         order = sorted(range(len(texts)), key=lambda i: lengths[i])
         batches: list[list[int]] = []
         for i in order:
             if (batches and len(batches[-1]) < _BATCH
-                    and lengths[i] <= 1.1 * lengths[batches[-1][0]] + 8):
+                    and lengths[i] <= 1.1 * lengths[batches[-1][0]] + 8
+                    and (len(batches[-1]) + 1) * lengths[i] <= self.max_input_tokens):
                 batches[-1].append(i)
             else:
                 batches.append([i])

@@ -296,6 +296,13 @@ def test_bench_end_to_end_tiny(tmp_path, demo_index, demo_corpus):
     assert len(R.JsonlCache(answers).records) == 2
     assert "**Partial run**: answered so far cbr 1 of 2, hdrr 1 of 2" in \
         (qout / "report.md").read_text()
+    # a report in another folder (another split of the same questions) can read this cache
+    other = tmp_path / "other"
+    assert _cli("bench", "quality", *common, "--systems", "cbr,hdrr", "--limit", "1",
+                "--cache", qout / "cache", "--cached-only", "--out", other, "--quiet") == 0
+    shared = json.loads((other / "results.json").read_text())
+    assert shared["systems"]["hdrr"]["judged"] == 1 and not (other / "cache").exists()
+    assert "answers and verdicts cached in `" in (other / "report.md").read_text()
     # other settings make the cached answers stale: shown as such, in no figure
     sout = tmp_path / "stale"
     shutil.copytree(qout / "cache", sout / "cache")

@@ -59,3 +59,18 @@ def test_generate_json_bounded_retries(engine):
 
     with pytest.raises(StructuredOutputError, match="after 2 attempt"):
         engine.generate_json(["Write."], Long, SamplingParams(max_tokens=5), attempts=2)
+
+
+def test_batches_group_like_lengths_and_hold_at_most_one_long_prompt(engine):
+    short = ["Revenue rose."] * 10
+    long = [" ".join(["revenue"] * 2000) + f" {i}" for i in range(3)]
+    limit = engine.max_input_tokens
+    try:
+        engine.max_input_tokens = 4100  # two prompts of about 2,000 tokens fill a batch
+        batches = engine._batches(short + long)
+    finally:
+        engine.max_input_tokens = limit
+    sizes = sorted(len(b) for b in batches)
+    assert sizes == [1, 2, 2, 8]  # ten short ones: 8 + 2; three long ones: at most 2 at once
+    assert sorted(i for b in batches for i in b) == list(range(13))
+    assert all(all(i >= 10 for i in b) or all(i < 10 for i in b) for b in batches)

@@ -5,8 +5,9 @@ import json
 
 import pytest
 
-from retrieval.systems.context import NOT_FOUND, Block, build_blocks, cite, fair_shares, mark_pages
-from retrieval.systems.pipelines import PartAnswer, QuestionError, fuse_part_answers
+from retrieval.systems.context import (NOT_FOUND, Block, build_blocks, cite, fair_shares,
+                                       mark_pages, states_nothing)
+from retrieval.systems.pipelines import QuestionError, part_findings
 
 
 def words(text: str) -> int:
@@ -56,18 +57,33 @@ def test_citations_only_point_into_the_context():
     assert cite(NOT_FOUND, blocks) == []
 
 
-def test_sfr_fusion_rules():
-    b1, b2, b3 = (Block("D", p, p, "x", 1, None) for p in (1, 5, 9))
-    yes = lambda a, c=3: PartAnswer(found=True, answer=a, confidence=c)  # noqa: E731
-    no = PartAnswer(found=False, answer="", confidence=1)
-    assert fuse_part_answers([(no, b1), (no, b2)]) == (NOT_FOUND, [])
-    text, used = fuse_part_answers([(no, b1), (yes("$3,793 million"), b2), (no, b3)])
-    assert text == "$3,793 million" and used == [b2]
-    text, used = fuse_part_answers([(yes("$3,793 million", 2), b1), (yes("$3,100 million", 5), b3)])
-    assert text.startswith("$3,100 million [D p.9]") and "$3,793 million [D p.1]" in text
-    assert used == [b3, b1]
-    text, used = fuse_part_answers([(yes("$3,793 million"), b1), (yes("$3,793 Million."), b2)])
-    assert text == "$3,793 million" and used == [b1, b2]
+def test_part_answers_that_state_nothing():
+    for answer in ("", NOT_FOUND, "[ACME_2023_10K p.4]", "[DOC_ID p.10] p.10",
+                   "[ACME_2023_10K p.4] [ACME_2023_10K p.9] pages 9-10.",
+                   "The passages do not contain the revenue for Q2 [ACME_2023_10K p.4].",
+                   "The provided context does not mention a dividend.",
+                   "There is no information about capital expenditure in this part.",
+                   "The operating margin cannot be determined from the passages."):
+        assert states_nothing(answer), answer
+    for answer in ("Revenue was $3,793 million [ACME_2023_10K p.8].",
+                   "No, ACME does not pay a dividend [ACME_2023_10K p.4].",
+                   "Yes. The company did not provide guidance for 2024 [ACME_2023_10K p.3].",
+                   "3,793"):
+        assert not states_nothing(answer), answer
+
+
+def test_sfr_map_step_keeps_findings_in_document_order_within_the_budget():
+    parts = [Block("D", p, p + 3, "x", 6000, None) for p in (1, 5, 9, 13)]
+    answers = ["[D p.1]", "Revenue was $3,793 million [D p.6].", NOT_FOUND,
+               "Revenue was $3,100 million [D p.13]."]
+    found = part_findings(answers, parts, words, budget=100)
+    assert [(f.first_page, f.last_page, part.first_page) for f, part in found] == [
+        (5, 8, 5), (13, 16, 13)]
+    assert found[0][0].tag == "[D p.5]" and found[0][0].text == answers[1]
+    assert found[0][0].tokens == words(f"[D p.5]\n{answers[1]}")
+    # what does not fit the reduce call's budget is left out, never cut
+    assert [f.first_page for f, _ in part_findings(answers, parts, words, budget=8)] == [5]
+    assert part_findings([NOT_FOUND, "[D p.5]"], parts[:2], words, budget=100) == []
 
 
 # the systems on the demo corpus ----------------------------------------------------------
@@ -134,7 +150,11 @@ def test_sfr_reads_whole_filings_from_the_catalog_only(pipe):
     a = pipe.answer("What was Lumenfield's revenue for the second quarter of fiscal 2024?", "sfr")
     assert a.routing.doc_ids == [doc]
     generator_calls = [c for c in a.usage["calls"] if c["role"] == "generator"]
-    assert len(generator_calls) == len(parts)  # one call per part, then fused
+    findings = a.retrieved["sfr_findings"]
+    # one call per part, and one more to read the parts' findings when there are several
+    assert len(generator_calls) == len(parts) + (len(findings) > 1)
+    assert all(not states_nothing(f["answer"]) for f in findings)
+    assert findings or a.answer == NOT_FOUND
     assert {c.doc_id for c in a.citations} <= {doc}
     assert a.context_tokens == sum(p.tokens for p in parts)
 

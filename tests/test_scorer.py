@@ -128,21 +128,25 @@ def test_scorer_calibration_on_labelled_answers(tmp_path):
 
 
 def test_sfr_answers_of_citation_tags_alone_are_refusals():
-    # what SFR's fusion writes when the generator put only the tag in each part's answer
-    from retrieval.systems.context import Block
-    from retrieval.systems.pipelines import PartAnswer, fuse_part_answers
-
-    blocks = [Block("3M_2018_10K", page, page + 5, "…", 6000) for page in (1, 21, 60)]
-    tags_only = [(PartAnswer(found=True, answer=b.tag, confidence=c), b)
-                 for b, c in zip(blocks, (3, 2, 4))]
-    text, used = fuse_part_answers(tags_only)
-    assert "Another part of the filing" in text and len(used) == 2
-    assert scorer.says_nothing(text)
-    v = scorer.score("$1577.00", text, QTY)
+    # what SFR's former per-part JSON path wrote when the generator put only the tag in each
+    # part's answer (answers made by it are still in the committed caches)
+    old = ("[3M_2018_10K p.60] [3M_2018_10K p.1]\n(Another part of the filing gives a different "
+           "answer: [3M_2018_10K p.21] p.21)")
+    assert scorer.says_nothing(old)
+    v = scorer.score("$1577.00", old, QTY)
     assert (v.label, v.score) == ("refusal", 1) and "says nothing" in v.rule
+    stated = ("Capex was $1,577 million [3M_2018_10K p.60]\n(Another part of the filing gives a "
+              "different answer: [3M_2018_10K p.21])")
+    assert not scorer.says_nothing(stated)
+    assert scorer.score("$1577.00", stated, QTY).label == "correct"
 
-    stated = [(PartAnswer(found=True, answer=f"Capex was $1,577 million {blocks[2].tag}",
-                          confidence=4), blocks[2]), tags_only[1]]
-    text, _ = fuse_part_answers(stated)
-    assert "Another part of the filing" in text and not scorer.says_nothing(text)
-    assert scorer.score("$1577.00", text, QTY).label == "correct"
+
+def test_sfr_map_step_and_the_scorer_agree_on_what_says_nothing():
+    # a part answer the scorer would call a refusal never reaches SFR's reduce call
+    from retrieval.systems.context import states_nothing
+
+    for answer in ("[3M_2018_10K p.60]", "[DOC_ID p.10] p.10", "[3M_2018_10K p.60] pp. 40-41",
+                   "Not found in the provided filings.",
+                   "The passages do not contain the capital expenditure for FY2018."):
+        assert states_nothing(answer) and scorer.refuses(answer), answer
+    assert not states_nothing("Capex was $1,577 million [3M_2018_10K p.60].")

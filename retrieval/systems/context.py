@@ -215,6 +215,26 @@ def answer_messages(question: str, blocks: list[Block]) -> list[dict]:
 
 
 _TAG = re.compile(r"\[\s*([A-Za-z0-9][\w.\-]*)\s+p{1,2}\.\s*(\d+)(?:\s*-\s*\d+)?\s*\]")
+_ANY_TAG = re.compile(r"\[[^\[\]]{0,80}\]")
+_PAGE_REF = re.compile(r"\b(?:pages?|pp?)\.?\s*\d+(?:\s*-\s*\d+)?\b", re.I)
+# what the answer prompt's "if the passages do not contain the answer, say so" comes out as
+_DECLINES = re.compile(
+    r"\b(?:passages?|context|excerpts?|texts?|filings?|documents?|parts?|information)\b[^.]{0,40}"
+    r"\b(?:does|do|did) not (?:contain|include|provide|mention|state|specify|give|disclose|say)"
+    r"|\bnot (?:found|available|provided|mentioned|stated|given|specified|disclosed) in\b"
+    r"|\b(?:there is|there's|contains?|provides?|gives?) no (?:specific |direct )?"
+    r"(?:information|mention|data|figures?|details?)\b"
+    r"|\b(?:cannot|can't|can not|unable to) (?:be )?(?:determine|answer|find|provide|calculate)",
+    re.I)
+
+
+def states_nothing(answer: str) -> bool:
+    """An answer that says the passages lack the answer (within its first sentence or two), or
+    says nothing outside citation tags and page references ("[ACME_2023_10K p.4] p.4")."""
+    text = (answer or "").strip()
+    if text.startswith(NOT_FOUND[:20]) or _DECLINES.search(text[:300]):
+        return True
+    return not re.search(r"[^\W_]", _PAGE_REF.sub(" ", _ANY_TAG.sub(" ", text)))
 
 
 def cite(text: str, blocks: list[Block], snippet_chars: int = 200) -> list[Citation]:

@@ -4,7 +4,7 @@
 - ``hdrr``: route → hybrid search scoped to the routed filings, a rerank pass per filing, a
   fair share of the context budget per filing; CBR when routing falls back.
 - ``sfr``: route → the whole routed filing(s) as context, in parts when too long for the
-  generator; each part answered, then fused.
+  generator; each part answered, then the answers that state something read by one more call.
 - ``cbr_meta`` / ``cbr_llmctx``: CBR over the metadata-prefixed (V-A) / LLM-contextualised
   (V-B) index variants.
 - ``agentic``: CBR, one LLM verification of the top chunks' company, at most
@@ -20,13 +20,14 @@ import re
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal
+from typing import Any, Callable, Iterator
 
 from pydantic import BaseModel, Field
 
 from retrieval.answer import FACTS_DOC_ID, Answer, Citation, LLMCall, Routing
 from retrieval.systems.context import (NOT_FOUND, Block, answer_messages, build_blocks, cite,
-                               fair_shares, mark_pages, truncate_to_tokens)
+                                       fair_shares, mark_pages, states_nothing,
+                                       truncate_to_tokens)
 from retrieval.store.index import Hit, Index
 
 SYSTEMS = ("hdrr", "cbr", "sfr", "cbr_meta", "cbr_llmctx", "agentic")
@@ -72,14 +73,6 @@ def variant_dir(index_dir: str | Path, variant: str) -> Path:
     return index_dir.with_name(f"{index_dir.name}-{variant}")
 
 
-class PartAnswer(BaseModel):
-    """SFR: what one part of a long filing says about the question."""
-
-    found: bool = Field(description="true if this part contains the answer")
-    answer: str = Field(max_length=600)
-    confidence: Literal[1, 2, 3, 4, 5]
-
-
 class Verification(BaseModel):
     """Agentic: do the top passages come from the company the question asks about?"""
 
@@ -88,35 +81,28 @@ class Verification(BaseModel):
     same_company: bool
 
 
-_PART_RULE = (" This is one part of a longer filing. Reply as JSON: found (true only if this "
-              "part states the answer), answer (with its [DOC_ID p.N] tag), confidence 1-5.")
 _VERIFY_SYSTEM = ("You check retrieved passages. Name the company the question asks about, the "
                   "company the passages come from (the tag before each passage names the "
                   "filing), and whether they are the same company. Reply as JSON.")
 
 
-def fuse_part_answers(parts: list[tuple[PartAnswer, Block]]) -> tuple[str, list[Block]]:
-    """One definitive part answer wins; conflicting ones → the most confident, both cited;
-    none → not found. Returns the answer text and the blocks it rests on."""
-    found = [(p, b) for p, b in parts if p.found and p.answer.strip()
-             and not p.answer.strip().startswith(NOT_FOUND[:20])]
-    if not found:
-        return NOT_FOUND, []
-    distinct: list[tuple[PartAnswer, Block]] = []
-    for p, b in found:
-        if all(_norm(p.answer) != _norm(q.answer) for q, _ in distinct):
-            distinct.append((p, b))
-    if len(distinct) == 1:
-        return distinct[0][0].answer.strip(), [b for _, b in found]
-    ranked = sorted(distinct, key=lambda pb: -pb[0].confidence)  # stable: earlier part first
-    best, other = ranked[0], ranked[1]
-    text = (f"{best[0].answer.strip()} {best[1].tag}\n(Another part of the filing gives a "
-            f"different answer: {other[0].answer.strip()} {other[1].tag})")
-    return text, [best[1], other[1]]
-
-
-def _norm(text: str) -> str:
-    return " ".join("".join(ch for ch in text.casefold() if ch.isalnum() or ch == " ").split())
+def part_findings(answers: list[str], parts: list[Block], count: Callable[[str], int],
+                  budget: int) -> list[tuple[Block, Block]]:
+    """SFR's map step, kept: (finding, part) for each part whose answer states something (not
+    ``states_nothing``), in document order, while the findings fit in ``budget`` tokens. A
+    finding is a block holding the part's answer under the part's tag, so the reduce call reads
+    and cites it like a passage."""
+    out, used = [], 0
+    for answer, part in zip(answers, parts):
+        if states_nothing(answer):
+            continue
+        text = " ".join(answer.split())
+        tokens = count(f"{part.tag}\n{text}")
+        if used + tokens > budget:
+            break
+        out.append((Block(part.doc_id, part.first_page, part.last_page, text, tokens), part))
+        used += tokens
+    return out
 
 
 class _Run:
@@ -552,18 +538,31 @@ class Pipeline:
                 run.answer.answer = f"{run.preface}\n{run.answer.answer}"
 
     def _generate_parts(self, run: _Run, engine, params, blocks: list[Block]) -> None:
-        """SFR past the context limit: one JSON answer per part, then fused."""
-        prompts = []
-        for b in blocks:
-            messages = answer_messages(run.answer.query, [b])
-            messages[0] = {"role": "system", "content": messages[0]["content"] + _PART_RULE}
-            prompts.append(messages)
-        results = engine.generate_json(prompts, PartAnswer, params)
-        for _, completion in results:
+        """SFR past the context limit, map then reduce: every part is asked the question with
+        the answer prompt; the part answers that state something (``part_findings``) are the
+        answer when there is one, and are read together by one more call when there are
+        several; none → not found."""
+        completions = engine.generate([answer_messages(run.answer.query, [b]) for b in blocks],
+                                      params)
+        for completion in completions:
             run.call("generator", engine.model_id, completion)
-        text, used = fuse_part_answers([(p, b) for (p, _), b in zip(results, blocks)])
+        found = part_findings([c.text for c in completions], blocks, self.count_tokens,
+                              self.settings.context_tokens)
+        run.answer.retrieved["sfr_findings"] = [
+            {"doc_id": f.doc_id, "first_page": f.first_page, "last_page": f.last_page,
+             "answer": f.text} for f, _ in found]
+        if not found:
+            run.answer.answer, run.answer.citations = NOT_FOUND, []
+            return
+        if len(found) == 1:
+            text = found[0][0].text
+        else:
+            [completion] = engine.generate(
+                [answer_messages(run.answer.query, [f for f, _ in found])], params)
+            run.call("generator", engine.model_id, completion)
+            text = completion.text.strip()
         run.answer.answer = text
-        run.answer.citations = cite(text, used) if used else []
+        run.answer.citations = cite(text, [part for _, part in found])
 
     # systems ------------------------------------------------------------------------
     def _cbr(self, run: _Run, index: Index | None = None,
