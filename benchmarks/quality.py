@@ -96,8 +96,10 @@ def available_systems(pipe, wanted: list[str] | None) -> list[str]:
 
 
 def _trim(answer: dict[str, Any]) -> dict[str, Any]:
-    """The Answer record without the per-stage candidate lists the metrics do not read."""
-    keep = {k: v for k, v in answer["retrieved"].items() if k in ("ranked", "context")}
+    """The Answer record without the per-stage candidate lists the metrics do not read (SFR's
+    part answers that stated something are kept: they show what its reduce call read)."""
+    keep = {k: v for k, v in answer["retrieved"].items()
+            if k in ("ranked", "context", "sfr_findings")}
     return {**answer, "retrieved": keep}
 
 
