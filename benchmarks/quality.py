@@ -193,7 +193,8 @@ def run_quality(pipe, questions, systems: list[str], cache_dir: Path, *, judge_e
             res = verdict_of.get(r["key"])
             records.append({"id": q.id, "system": r["system"], "config_hash": r["config_hash"],
                             "answer": r["answer"], "row": r["row"],
-                            "question_type": q.question_type, "stale": r.get("stale", False),
+                            "question_type": q.question_type, "gold": q.gold_answer,
+                            "stale": r.get("stale", False),
                             "verdict": None if res is None else J.result_record(res),
                             "_order": i})
     if bar is not None:
@@ -212,6 +213,26 @@ def _score(rec: dict) -> int | None:
 def _label(rec: dict) -> str | None:
     v = rec.get("verdict") or {}
     return (v.get("judgement") or {}).get("label")
+
+
+def other_figures(rec: dict) -> bool:
+    """The LLM judge labelled the answer correct although it states figures and none of them
+    matches a reference figure by the scorer's rule: how much of an accuracy rests on the
+    judge's leniency with figures (the scorer leaves such answers to it when the reference is
+    an explanation, not a bare figure)."""
+    from benchmarks.scorer import figures, found
+
+    if (rec.get("verdict") or {}).get("source") != "llm" or _label(rec) != "correct":
+        return False
+    refs = figures(rec.get("gold") or "")
+    cands = figures((rec["answer"] or {}).get("answer") or "")
+    return bool(refs and cands and not found(refs, cands))
+
+
+def _strict(rec: dict) -> float | None:
+    """Correct, counting the judge's passes against the figures (``other_figures``) as wrong."""
+    return None if _label(rec) is None else float(_label(rec) == "correct"
+                                                  and not other_figures(rec))
 
 
 def summarize(records: list[dict], systems: list[str], reference: str) -> dict[str, Any]:
@@ -254,6 +275,11 @@ def summarize(records: list[dict], systems: list[str], reference: str) -> dict[s
                                   and _label(r) is not None) for src in ("scorer", "llm")},
             "label_correct_ci": stats.bootstrap_ci([1.0 if x == "correct" else 0.0
                                                     for x in labels]),
+            "judge_correct": sum(1 for r in ok if _label(r) == "correct"
+                                 and (r.get("verdict") or {}).get("source") == "llm"),
+            "other_figures": sum(1 for r in ok if other_figures(r)),
+            "strict_correct_ci": stats.bootstrap_ci([x for x in map(_strict, ok)
+                                                     if x is not None]),
             "bands": {name: sum(lo <= x <= hi for x in scores) for lo, hi, name in BANDS},
             "tokens_per_query": statistics.fmean(tokens) if tokens else None,
             "latency_s": {"p50": percentile(totals, 0.5), "p95": percentile(totals, 0.95),
@@ -279,6 +305,8 @@ def summarize(records: list[dict], systems: list[str], reference: str) -> dict[s
                 "correct": stats.paired_difference(ref_correct, by_id(s, lambda r: None if
                                                    _label(r) is None else
                                                    float(_label(r) == "correct"))),
+                "strict_correct": stats.paired_difference(by_id(reference, _strict),
+                                                          by_id(s, _strict)),
             }
     return out
 
@@ -453,6 +481,18 @@ def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> s
             lines.append(f"| {s} | " + " | ".join(
                 f"{R.pct(per.get(t, {}).get('accuracy'))} ({per.get(t, {}).get('n', 0)})"
                 for t in types) + " |")
+    if any(v.get("judge_correct") for v in S.values()):
+        lines += ["", "How much rests on the judge: of the answers the LLM judge labelled "
+                  "correct, those that state figures of which none matches a reference figure "
+                  "(the scorer's matching rule), and accuracy with those counted incorrect.", "",
+                  f"| system | labelled correct by the judge | of them, with none of the "
+                  f"reference's figures | accuracy, those counted incorrect [95% CI] | {ref} − "
+                  "system, pp |", "|---|---:|---:|---:|---:|"]
+        for s, v in S.items():
+            d = summary["paired"].get(s, {}).get("strict_correct")
+            lines.append(f"| {s} | {v['judge_correct']} | {v['other_figures']} | "
+                         f"{_ci(v['strict_correct_ci'], '{:.1f}%', 100)} | "
+                         + (_diff(d, "{:+.1f}", 100) if d else "–") + " |")
     lines += ["", "## The paper's 1–10 metrics", "",
               "How they are defined here: the scorer gives 10 to an answer it labels correct "
               "(every reference figure, or the reference's yes/no), 2 to one it labels incorrect "

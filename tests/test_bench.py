@@ -132,6 +132,30 @@ def test_quality_summary_rates_bands_and_paired_differences():
     assert ci["low"] <= 7.5 <= ci["high"] and ci["n"] == 4
 
 
+def test_judge_passes_against_the_reference_figures_are_counted_and_struck():
+    def judged(qid, system, answer, label, source, gold="Revenue was $1.5 billion."):
+        rec = record(qid, system, 9 if label == "correct" else 2, label)
+        rec["answer"]["answer"], rec["gold"] = answer, gold
+        rec["verdict"]["source"] = source
+        return rec
+
+    records = [judged("q0", "hdrr", "Revenue was $1.5 billion.", "correct", "llm"),
+               judged("q0", "cbr", "Revenue was $2.0 billion.", "correct", "llm"),
+               judged("q1", "hdrr", "It rose on pricing.", "correct", "llm"),
+               judged("q1", "cbr", "Revenue was $2.0 billion.", "correct", "scorer"),
+               judged("q2", "hdrr", "Revenue was $2.0 billion.", "incorrect", "llm"),
+               judged("q2", "cbr", "Revenue was $7 billion.", "correct", "llm")]
+    assert [Q.other_figures(r) for r in records] == [False, True, False, False, False, True]
+    s = Q.summarize(records, ["hdrr", "cbr"], "hdrr")
+    h, c = s["systems"]["hdrr"], s["systems"]["cbr"]
+    assert (h["judge_correct"], h["other_figures"]) == (2, 0)
+    assert (c["judge_correct"], c["other_figures"]) == (2, 2)
+    assert h["strict_correct_ci"]["estimate"] == pytest.approx(2 / 3)
+    assert c["strict_correct_ci"]["estimate"] == pytest.approx(1 / 3)
+    assert s["paired"]["cbr"]["strict_correct"]["mean_diff"] == pytest.approx(1 / 3)
+    assert s["paired"]["cbr"]["correct"]["mean_diff"] == pytest.approx(-1 / 3)
+
+
 def test_bottleneck_is_the_largest_mean_stage():
     level = {"stage_ms": {s: {"p50": m, "p95": m, "p99": m, "mean": m} for s, m in
                           (("route", 10.0), ("rerank_light", 290.0), ("generate", 700.0))}}
