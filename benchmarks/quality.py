@@ -229,10 +229,14 @@ def other_figures(rec: dict) -> bool:
     return bool(refs and cands and not found(refs, cands))
 
 
+def _correct(rec: dict) -> float | None:
+    return None if _label(rec) is None else float(_label(rec) == "correct")
+
+
 def _strict(rec: dict) -> float | None:
     """Correct, counting the judge's passes against the figures (``other_figures``) as wrong."""
-    return None if _label(rec) is None else float(_label(rec) == "correct"
-                                                  and not other_figures(rec))
+    correct = _correct(rec)
+    return correct if not correct else float(not other_figures(rec))
 
 
 def summarize(records: list[dict], systems: list[str], reference: str) -> dict[str, Any]:
@@ -295,18 +299,14 @@ def summarize(records: list[dict], systems: list[str], reference: str) -> dict[s
             return {r["id"]: f(r) for r in records if r["system"] == s and r["answer"] is not None}
 
         ref_score = by_id(reference, _score)
-        ref_correct = by_id(reference, lambda r: None if _label(r) is None else
-                            float(_label(r) == "correct"))
+        ref_correct, ref_strict = by_id(reference, _correct), by_id(reference, _strict)
         for s in systems:
             if s == reference:
                 continue
             out["paired"][s] = {
                 "score": stats.paired_difference(ref_score, by_id(s, _score)),
-                "correct": stats.paired_difference(ref_correct, by_id(s, lambda r: None if
-                                                   _label(r) is None else
-                                                   float(_label(r) == "correct"))),
-                "strict_correct": stats.paired_difference(by_id(reference, _strict),
-                                                          by_id(s, _strict)),
+                "correct": stats.paired_difference(ref_correct, by_id(s, _correct)),
+                "strict_correct": stats.paired_difference(ref_strict, by_id(s, _strict)),
             }
     return out
 
