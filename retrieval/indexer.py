@@ -32,9 +32,9 @@ from retrieval.ingest.limits import DEFAULT_LIMITS, IngestLimits
 from retrieval.ingest.metadata import load_sidecar, resolve_metadata
 from retrieval.ingest.pdf import parse_pdf
 from retrieval.ingest.html import parse_sec_html
+from retrieval.ingest.kinds import SUFFIXES, file_kind
 from retrieval.ingest.variants import ContextStore, Contextualizer, check_variant, indexed_chunks
 
-SUFFIXES = {".pdf": "pdf", ".htm": "html", ".html": "html", ".json": "facts"}
 
 
 def _one_line(path: Path, e: Exception) -> str:
@@ -147,7 +147,7 @@ def sha256_of(path: Path) -> str:
 
 def parse_file(path: Path, *, tables: bool = True, accept_repaired: bool = False,
                limits: IngestLimits = DEFAULT_LIMITS) -> ParsedDocument:
-    kind = SUFFIXES.get(path.suffix.lower())
+    kind = file_kind(path)
     if kind not in ("html", "pdf"):
         raise DocumentError(f"{path}: unsupported file type {path.suffix or '(none)'} "
                             f"(PDF or HTML)")
@@ -257,18 +257,29 @@ class Ingestor:
         if not path.is_file():
             raise DocumentError(f"{path}: no such file")
         sha = sha256_of(path)
-        if SUFFIXES.get(path.suffix.lower()) == "facts":
+        kind = file_kind(path)
+        if kind == "facts":
             self._facts(path, report, lambda: load_companyfacts(self.facts, path, sha,
                                                                  self.companies), always=True)
             return
         known = self.index.catalog.document_by_sha(sha)
+        try:
+            meta = resolve_metadata(path, self.sidecar, self.companies)
+        except (DocumentError, ValueError):
+            if not known:
+                raise
+            meta = known  # indexed before: its record names it
+        if known and known.doc_id != meta.doc_id:
+            # the same bytes under another name: indexing them twice would answer twice
+            raise DocumentError(
+                f"{path}: holds the same content as {known.doc_id} (indexed from "
+                f"{Path(known.source_path).name}); not indexed again as {meta.doc_id}")
         if known:
             report.skipped.append(str(path))
-            if SUFFIXES.get(path.suffix.lower()) == "html":  # facts of a filing indexed before
+            if kind == "html":  # facts of a filing indexed before
                 self._facts(path, report, lambda: load_inline(self.facts, path, known.doc_id,
                                                               sha, self.companies))
             return
-        meta = resolve_metadata(path, self.sidecar, self.companies)
         existing = self.index.catalog.document(meta.doc_id)
         if existing and not self.replace:
             raise DocumentError(
@@ -306,7 +317,7 @@ class Ingestor:
         report.added.append(meta.doc_id)
         if existing:
             report.replaced.append(meta.doc_id)
-        if SUFFIXES.get(path.suffix.lower()) == "html":
+        if kind == "html":
             self._facts(path, report, lambda: load_inline(self.facts, path, meta.doc_id, sha,
                                                           self.companies))
         elif self.tables:  # a PDF has no XBRL: its statement tables are read instead

@@ -128,6 +128,18 @@ class Retriever:
     def pages(self, doc_id: str, variant: str | None = None):
         return self._index(variant).catalog.pages(doc_id)
 
+    def page_chunks(self, doc_id: str, pages: list[int], variant: str | None = None):
+        return self._index(variant).catalog.page_chunks(doc_id, pages)
+
+    def tables(self, doc_id: str, page: int | None = None, variant: str | None = None):
+        return self._index(variant).catalog.tables(doc_id, page)
+
+    def table_rows(self, doc_id: str, variant: str | None = None):
+        return self._index(variant).catalog.table_rows(doc_id)
+
+    def vectors(self, ids: list[int] | None, dim: int | None = None, variant: str | None = None):
+        return self._index(variant).catalog.vectors(ids, dim)
+
     def documents(self, variant: str | None = None) -> list[dict[str, Any]]:
         return [d.to_dict() for d in self._index(variant).documents()]
 

@@ -16,6 +16,7 @@ def cmd_extract(args) -> int:
     from retrieval.facts.concepts import ConceptTable
     from retrieval.facts.statements import store_statements
     from retrieval.facts.store import FactStore
+    from retrieval.ingest.kinds import file_kind
 
     db_path = Path(args.index) / "catalog.sqlite"
     if not db_path.is_file():
@@ -25,7 +26,7 @@ def cmd_extract(args) -> int:
     concepts = ConceptTable.load(args.concepts or [])
     catalog = Catalog(db_path)
     store = FactStore(catalog.db)
-    docs = [d for d in catalog.documents() if d.source_path.lower().endswith(".pdf")
+    docs = [d for d in catalog.documents() if file_kind(Path(d.source_path)) == "pdf"
             and (not args.doc or d.doc_id in args.doc)]
     summary = {"documents": len(docs), "tables_read": 0, "facts_stored": 0,
                "no_statement": [], "skipped": [], "errors": []}

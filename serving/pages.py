@@ -36,8 +36,10 @@ class PageView:
 
 def render_page(path: str | Path, page: int, passage: str = "", *,
                 zoom: float = 1.5) -> PageView:
+    from retrieval.ingest.kinds import file_kind
+
     path = Path(path)
-    if path.suffix.lower() != ".pdf":
+    if file_kind(path) != "pdf":  # by its bytes: a PDF named .htm was indexed as a PDF
         raise PageError(415, "page pictures exist for PDF filings only; this filing is "
                              f"{path.suffix.lstrip('.').upper() or 'not a PDF'}")
     try:

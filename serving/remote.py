@@ -132,6 +132,8 @@ def stream(response):
 
 
 class RemoteEmbedder:
+    """``QueryEmbedder`` (``retrieval.systems.components``) over the Embedder deployment."""
+
     def __init__(self, handle):
         self.handle = handle
 
@@ -140,6 +142,8 @@ class RemoteEmbedder:
 
 
 class RemoteCatalog:
+    """``CatalogReader`` over the Retriever deployment (``variant``: V-A/V-B index)."""
+
     def __init__(self, handle, variant: str | None):
         self.handle, self.variant = handle, variant
 
@@ -149,28 +153,46 @@ class RemoteCatalog:
     def pages(self, doc_id: str) -> list[tuple[int, str]]:
         return wait(self.handle.pages.remote(doc_id, self.variant))
 
+    def page_chunks(self, doc_id: str, pages: list[int]) -> list:
+        return wait(self.handle.page_chunks.remote(doc_id, [int(p) for p in pages],
+                                                   self.variant))
+
+    def tables(self, doc_id: str, page: int | None = None) -> list[dict[str, Any]]:
+        return wait(self.handle.tables.remote(doc_id, page, self.variant))
+
+    def table_rows(self, doc_id: str) -> list:
+        return wait(self.handle.table_rows.remote(doc_id, self.variant))
+
+    def vectors(self, ids=None, dim: int | None = None):
+        ids = None if ids is None else [int(i) for i in ids]
+        return wait(self.handle.vectors.remote(ids, dim, self.variant))
+
 
 class RemoteIndex:
-    """The Retriever deployment seen as a read-only ``Index`` (``variant``: V-A/V-B index)."""
+    """``SearchIndex`` over the Retriever deployment, read-only (``variant``: V-A/V-B)."""
+
+    settings: Any
+    catalog: RemoteCatalog
 
     def __init__(self, handle, variant: str | None = None):
         self.handle, self.variant = handle, variant
         self.settings = wait(handle.settings.remote(variant))
         self.catalog = RemoteCatalog(handle, variant)
 
-    def search(self, query: str, vector, **kwargs):
-        return wait(self.handle.search.remote(query, vector, variant=self.variant, **kwargs))
-
-    def documents(self):
-        return wait(self.handle.documents.remote(self.variant))
+    def search(self, query: str, query_vector, **kwargs):
+        return wait(self.handle.search.remote(query, query_vector, variant=self.variant,
+                                              **kwargs))
 
     def close(self) -> None:  # the Retriever owns the files
         pass
 
 
 class RemoteReranker:
-    """A reranker deployment; ``last_usage`` is the token count of the last ``score`` call
-    (LLM scorers), as the cascade expects."""
+    """``Reranker`` over a reranker deployment; ``last_usage`` is the token count of the last
+    ``score`` call (LLM scorers), as the cascade expects."""
+
+    name: str
+    model_id: str
 
     def __init__(self, handle):
         self.handle = handle
@@ -186,6 +208,8 @@ class RemoteLLM:
     """The Generator deployment as an ``LLMEngine``. Tokens are counted here with the model's
     own tokenizer (fetched once), since context assembly counts every block."""
 
+    model_id: str
+
     def __init__(self, handle):
         self.handle = handle
         self.model_id = wait(handle.model_id.remote())
@@ -194,7 +218,10 @@ class RemoteLLM:
             self._count = lambda text: len(tokenizer(text, add_special_tokens=False)["input_ids"])
         else:
             self._count = lambda text: wait(self.handle.count_tokens.remote(text))
-        self.count_tokens = lru_cache(maxsize=65536)(self._count)
+        self._counted = lru_cache(maxsize=65536)(self._count)
+
+    def count_tokens(self, text: str) -> int:
+        return self._counted(text)
 
     def generate(self, prompts: list, params=None, *, on_text: Callable[[str], None] | None = None):
         if on_text is None:
@@ -214,9 +241,16 @@ class RemoteLLM:
 
 
 class RemoteFacts:
-    """The Retriever's facts answerer, with the interface of ``FactsAnswerer``."""
+    """``FactsSource`` over the Retriever's facts answerer."""
+
+    concepts: Any
+    store: "RemoteFacts._Store"
 
     class _Store:
+        """``FactLookup`` over the Retriever's facts store."""
+
+        available: bool
+
         def __init__(self, handle):
             self.handle = handle
             self.available = wait(handle.facts_available.remote())
@@ -236,7 +270,8 @@ class RemoteFacts:
 
 
 class RemoteRouter:
-    """The Router deployment; the routing's latency is the wall time seen from here."""
+    """``QuestionRouter`` over the Router deployment; the routing's latency is the wall time
+    seen from here."""
 
     def __init__(self, handle):
         self.handle = handle

@@ -49,8 +49,13 @@ def init_ray(address: str | None = None, *, num_cpus: int | None = None,
 
     import ray
 
+    from serving.proxy_guard import CALLBACK_ENV, PROXY_CALLBACK
+
     if ray.is_initialized():
         return False
+    # Serve's proxy runs the header guard first: a Ray started here inherits this; a cluster's
+    # nodes set it in their own environment (deploy/)
+    os.environ.setdefault(CALLBACK_ENV, PROXY_CALLBACK)
     address = address or os.environ.get("RAY_ADDRESS")
     level = logging.WARNING if quiet else logging.INFO
     logging.getLogger("ray.serve").setLevel(level)

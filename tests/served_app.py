@@ -37,13 +37,20 @@ def ray_pids(raydir: str) -> list[int]:
 
 @contextlib.contextmanager
 def serve_app(work: Path, index: Path, *, token: str, limits: dict | None = None,
-              profile: str = "tiny"):
-    """Yields {url, proc, raydir, log} once /healthz answers 200."""
+              profile: str = "tiny", pipeline: dict | None = None):
+    """Yields {url, proc, raydir, log} once /healthz answers 200. ``pipeline``: settings that
+    replace the profile's own (a profiles file of the app's, written beside its config)."""
     port = free_port()
     config = yaml.safe_load((ROOT / "deploy" / "cpu.yaml").read_text())
     config["http_options"]["port"] = port
     args = config["applications"][0]["args"]
     args.update(profile=profile, index=str(index))
+    if pipeline:
+        profiles = yaml.safe_load((ROOT / "models" / "profiles.yaml").read_text())
+        profiles["profiles"][profile]["pipeline"] = {
+            **profiles["profiles"][profile].get("pipeline", {}), **pipeline}
+        (work / "profiles.yaml").write_text(yaml.safe_dump(profiles))
+        args["profiles_file"] = str(work / "profiles.yaml")
     args["limits"].update(limits or {})
     args["auth"] = {"bearer_token": token}
     (work / "serve.yaml").write_text(yaml.safe_dump(config))

@@ -24,11 +24,18 @@ BODY_TIMEOUT_S = 2.0
 RETRY_AFTER_S = 3
 
 
+# the optional retrieval stages that read the catalog through the Retriever deployment
+# (statement pages, table records, k-reciprocal vectors, table rows in the context): on here,
+# so every catalog call of the served stand-in crosses a real handle
+EVERY_CATALOG_STAGE = {"statement_pages": 1, "table_records": 3, "k_reciprocal": True,
+                       "context_tables": True}
+
+
 @pytest.fixture(scope="module")
 def served(demo_index, tmp_path_factory):
     work = tmp_path_factory.mktemp("hardening")
     shutil.copytree(demo_index, work / "index")
-    with serve_app(work, work / "index", token=TOKEN,
+    with serve_app(work, work / "index", token=TOKEN, pipeline=EVERY_CATALOG_STAGE,
                    limits={"max_in_flight": 1, "deadline_s": 120, "retry_after_s": RETRY_AFTER_S,
                            "body_timeout_s": BODY_TIMEOUT_S}) as app:
         host, port = app["url"].removeprefix("http://").split(":")
@@ -266,6 +273,61 @@ def test_a_burst_gets_503_with_retry_after_and_every_request_a_reply(served):
         if status == 503:
             assert headers["retry-after"] == str(RETRY_AFTER_S)
             assert not LEAKS.search(reply.decode())
+
+
+def test_the_proxy_guard_drops_serve_hints_and_bad_ids():
+    from serving.proxy_guard import clean_headers
+
+    given = [(b"host", b"x"), (b"x-request-timeout-seconds", b"\xff"),
+             (b"X-Request-Timeout-Seconds", b"5"), (b"x_request_disconnect_disabled", b"?1"),
+             (b"serve-multiplexed-model-id", b"m"), (b"x-session-id", b"s"),
+             (b"x-request-id", b"\xff"), (b"x-request-id", b"ok-1"), (b"\xffname", b"v"),
+             (b"authorization", b"Bearer \xff")]
+    assert clean_headers(given) == [(b"host", b"x"), (b"x-request-id", b"ok-1"),
+                                    (b"authorization", b"Bearer \xff")]
+
+
+# headers Serve's proxy reads before the app (serving/proxy_guard.py drops them in front)
+PROXY_HEADERS = [b"X-Request-Timeout-Seconds: \xff", b"x-request-timeout-seconds: 0",
+                 b"x-request-timeout-seconds: 0.001", b"x-request-timeout-seconds: nan",
+                 b"X-Request-Disconnect-Disabled: \xff\xfe", b"x-request-id: \xff",
+                 b"serve_multiplexed_model_id: \xc3\x28", b"serve-multiplexed-model-id: \xff",
+                 b"x-session-id: \xff", b"x_session_id: \xff"]
+
+
+@pytest.mark.parametrize("header", PROXY_HEADERS, ids=range(len(PROXY_HEADERS)))
+def test_serve_proxy_headers_never_get_a_500(served, header):
+    head = (b"GET /v1/documents HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            b"Authorization: Bearer " + TOKEN.encode() + b"\r\n" + header + b"\r\n")
+    status, headers, body = raw_request(served["addr"], head)
+    assert status == 200, (status, body[:300])  # the hint is ignored, the request answered
+    assert json.loads(body)["documents"]
+    if header.startswith(b"x-request-id"):  # a bad id is replaced by one the proxy makes
+        assert headers["x-request-id"].isascii() and headers["x-request-id"] != "\xff"
+    # the same on the slow path: a timeout hint cannot cut an answer short
+    if header == b"x-request-timeout-seconds: 0.001":
+        status, _, body = post(served["addr"], json.dumps(
+            {"question": "What was Lumenfield Software's total revenue in fiscal 2023?",
+             "generate": False}).encode(), extra=header + b"\r\n")
+        assert status == 200 and json.loads(body)["routing"]["doc_ids"], body[:300]
+
+
+def test_every_catalog_stage_runs_over_the_served_stand_ins(served):
+    status, _, body = post(served["addr"], json.dumps(
+        {"question": "What does Lumenfield Software's FY2023 income statement show for "
+                     "operating expenses?", "generate": False}).encode())
+    assert status == 200, body[:500]
+    a = json.loads(body)
+    assert a["routing"]["doc_ids"] == ["LUMENFIELD_2023_10K"] and a["retrieved"]["context"]
+    assert a["retrieved"]["tables"] and "rerank_refine" in a["timings_ms"]
+    assert a["retrieved"]["kept"][0]["doc_id"] == "LUMENFIELD_2023_10K"
+
+
+def test_a_good_request_id_is_kept(served):
+    head = (b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            b"x-request-id: trace-42.abc\r\n")
+    status, headers, _ = raw_request(served["addr"], head)
+    assert status == 200 and headers["x-request-id"] == "trace-42.abc"
 
 
 def test_health_is_clean_and_no_request_got_a_500(served):

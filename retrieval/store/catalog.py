@@ -300,6 +300,12 @@ class Catalog:
             for p, i, h, r in self.db.execute(sql + " ORDER BY t.page, t.idx", args)
         ]
 
+    def table_rows(self, doc_id: str) -> list[tuple[int, int, list[str], list[dict]]]:
+        """(table row id, page, header, rows) of every table of a filing, in page order."""
+        return [(tid, page, json.loads(h), json.loads(r)) for tid, page, h, r in self.db.execute(
+            "SELECT t.id, t.page, t.header, t.rows FROM tables t JOIN documents d "
+            "ON t.doc = d.id WHERE d.doc_id = ? ORDER BY t.page, t.idx", (doc_id,))]
+
     # chunks -----------------------------------------------------------------
     def chunk_ids(self, doc_pks: list[int] | None = None) -> np.ndarray:
         if doc_pks is None:

@@ -60,12 +60,8 @@ class TableSearch:
 
     def records(self, doc_id: str) -> tuple[list[TableRecord], list[Counter], float]:
         if doc_id not in self._docs:
-            rows = self.catalog.db.execute(
-                "SELECT t.id, t.page, t.header, t.rows FROM tables t JOIN documents d "
-                "ON t.doc = d.id WHERE d.doc_id = ? ORDER BY t.page, t.idx", (doc_id,)).fetchall()
-            records = [TableRecord(-tid, doc_id, page,
-                                   table_json(page, json.loads(h), json.loads(r)))
-                       for tid, page, h, r in rows]
+            records = [TableRecord(-tid, doc_id, page, table_json(page, header, rows))
+                       for tid, page, header, rows in self.catalog.table_rows(doc_id)]
             terms = [Counter(_words(rec.text)) for rec in records]
             avg = sum(sum(t.values()) for t in terms) / max(len(terms), 1)
             self._docs[doc_id] = (records, terms, avg)

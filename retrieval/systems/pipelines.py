@@ -29,6 +29,8 @@ from retrieval.systems.context import (NOT_FOUND, Block, answer_messages, build_
                                        fair_shares, mark_pages, states_nothing,
                                        truncate_to_tokens)
 from retrieval.store.index import Hit, Index
+from retrieval.systems.components import (FactsSource, LLMEngine, QueryEmbedder, QuestionRouter,
+                                          Reranker, SearchIndex)
 
 SYSTEMS = ("hdrr", "cbr", "sfr", "cbr_meta", "cbr_llmctx", "agentic")
 VARIANT_OF = {"cbr_meta": "meta", "cbr_llmctx": "llmctx"}
@@ -145,12 +147,15 @@ class Pipeline:
     """The shared components (index, embedder, rerankers, LLM engines, router) and the systems.
 
     Build it with ``Pipeline.load(index_dir, profile=...)``; models load on first use, and
-    roles that name the same LLM share one engine.
+    roles that name the same LLM share one engine. What it calls on each component is declared
+    in ``retrieval.systems.components``, and nothing else: the served app hands it stand-ins.
     """
 
-    def __init__(self, index: Index, embedder, profile, *, variants: dict[str, Index] | None = None,
-                 light=None, large=None, engines: dict[str, Any] | None = None, meter=None,
-                 companies=None, use_llm_router: bool = True, router=None, facts=None):
+    def __init__(self, index: SearchIndex, embedder: QueryEmbedder, profile, *,
+                 variants: dict[str, SearchIndex] | None = None, light: Reranker | None = None,
+                 large: Reranker | None = None, engines: dict[str, LLMEngine] | None = None,
+                 meter=None, companies=None, use_llm_router: bool = True,
+                 router: QuestionRouter | None = None, facts: FactsSource | None = None):
         from models.rerankers import Cascade
 
         self.index = index
@@ -322,7 +327,7 @@ class Pipeline:
         run.add_time("route", routing.latency_ms or 0.0)
         return routing
 
-    def _search(self, run: _Run, index: Index, query: str, doc_ids: list[str] | None,
+    def _search(self, run: _Run, index: SearchIndex, query: str, doc_ids: list[str] | None,
                 fts_extra: str = "", dense_query: str | None = None) -> list[Hit]:
         s = self.settings
         with run.stage("embed_query"):
@@ -335,7 +340,7 @@ class Pipeline:
         run.record("fused", hits)
         return hits
 
-    def _with_tables(self, run: _Run, index: Index, query: str, doc_ids: list[str],
+    def _with_tables(self, run: _Run, index: SearchIndex, query: str, doc_ids: list[str],
                      hits: list[Hit]) -> list[Hit]:
         """The filings' best table records (JSON rows) fused into the candidates by RRF."""
         from retrieval.store.fusion import rrf
@@ -358,7 +363,7 @@ class Pipeline:
         run.record("tables", list(tables.values()))
         return out
 
-    def _with_statements(self, run: _Run, index: Index, query: str, doc_ids: list[str],
+    def _with_statements(self, run: _Run, index: SearchIndex, query: str, doc_ids: list[str],
                          hits: list[Hit]) -> tuple[list[Hit], list[tuple[str, int]]]:
         """The routed filings' pages of the primary statements the question reads: their
         chunks join the candidates (room is kept for them in the light stage's pool).
@@ -407,7 +412,7 @@ class Pipeline:
         kept = (lead + [h for h in kept if h.chunk_id not in ids])[:max(len(kept), len(lead))]
         return ranked, kept
 
-    def _refiner(self, run: _Run, index: Index):
+    def _refiner(self, run: _Run, index: SearchIndex):
         """The k-reciprocal refinement of the light stage (None when the profile has it off)."""
         s = self.settings
         if not s.k_reciprocal or getattr(run, "query_vector", None) is None:
@@ -453,7 +458,7 @@ class Pipeline:
         order += [h.chunk_id for h in hits if h.chunk_id not in placed]
         return [by_id[i] for i in order], [by_id[i] for i in result.ids]
 
-    def _retrieve(self, run: _Run, index: Index, query: str, doc_ids: list[str] | None = None,
+    def _retrieve(self, run: _Run, index: SearchIndex, query: str, doc_ids: list[str] | None = None,
                   fts_extra: str = "", passage: str | None = None) -> list[Hit]:
         """``passage``: the query expansion's hypothetical passage, embedded for the dense
         side (with the question or alone, ``expansion_dense``); the rerankers see the question."""
@@ -478,7 +483,7 @@ class Pipeline:
         return kept
 
     def _blocks(self, hits: list[Hit], budget: int | None = None,
-                index: Index | None = None) -> list[Block]:
+                index: SearchIndex | None = None) -> list[Block]:
         tables = None
         if self.settings.context_tables:
             catalog = (index or self.index).catalog
@@ -565,7 +570,7 @@ class Pipeline:
         run.answer.citations = cite(text, [part for _, part in found])
 
     # systems ------------------------------------------------------------------------
-    def _cbr(self, run: _Run, index: Index | None = None,
+    def _cbr(self, run: _Run, index: SearchIndex | None = None,
              expansion: tuple[str, list[str]] | None = None) -> list[Block]:
         index = index or self.index
         passage, keywords = expansion or (None, [])

@@ -1,0 +1,191 @@
+"""The seam between a ``Pipeline`` and its components (``retrieval.systems.components``).
+
+The served app runs the very same ``Pipeline`` over stand-ins (``serving.remote``) that forward
+each call to a deployment. A stand-in that lacks a method the Pipeline calls breaks every
+served answer that reaches it, as ``page_chunks`` once did. So:
+
+- every stand-in and every in-process class implements its Protocol, member by member;
+- a Pipeline whose components are seen through their Protocols alone (any other attribute is
+  an AttributeError) answers with every system and every optional stage on, and the run uses
+  every member the Protocols declare: nothing undeclared, nothing declared and dead.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+
+import pytest
+
+from retrieval.systems.components import (SEAMS, CatalogReader, FactLookup, FactsSource,
+                                          LLMEngine, QueryEmbedder, QuestionRouter, Reranker,
+                                          SearchIndex)
+
+
+def members(proto: type) -> tuple[set[str], set[str]]:
+    """(methods, data attributes) a Protocol declares."""
+    methods = {n for n, v in vars(proto).items() if inspect.isfunction(v) and not n.startswith("_")}
+    attributes = set(getattr(proto, "__annotations__", {})) - methods
+    return methods, attributes
+
+
+def load(dotted: str) -> type:
+    module, _, path = dotted.partition(":")
+    obj = importlib.import_module(module)
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def declared_attributes(cls: type) -> set[str]:
+    names = set()
+    for klass in cls.__mro__:
+        names |= set(getattr(klass, "__annotations__", {}))
+        names |= {n for n, v in vars(klass).items() if isinstance(v, property)}
+    return names
+
+
+def signature_problems(proto: type, cls: type) -> list[str]:
+    """What ``cls`` lacks of ``proto``: a method, a parameter of one, or a data attribute
+    (declared on the class, since stand-ins set theirs from a handle call)."""
+    methods, attributes = members(proto)
+    problems = []
+    for name in sorted(methods):
+        impl = getattr(cls, name, None)
+        if not callable(impl):
+            problems.append(f"{cls.__name__} has no method {name}")
+            continue
+        want = inspect.signature(getattr(proto, name)).parameters
+        have = inspect.signature(impl).parameters
+        takes_kwargs = any(p.kind is p.VAR_KEYWORD for p in have.values())
+        for pname, p in want.items():
+            if pname == "self" or p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                continue
+            if pname not in have and not takes_kwargs:
+                problems.append(f"{cls.__name__}.{name} takes no {pname!r}")
+    for name in sorted(attributes - declared_attributes(cls)):
+        problems.append(f"{cls.__name__} declares no attribute {name}")
+    return problems
+
+
+@pytest.mark.parametrize("seam", sorted(SEAMS))
+def test_every_served_stand_in_implements_its_protocol(seam):
+    proto, _, stand_in = SEAMS[seam]
+    assert signature_problems(proto, load(stand_in)) == []
+
+
+@pytest.mark.parametrize("seam", sorted(SEAMS))
+def test_every_in_process_class_has_the_methods_of_its_protocol(seam):
+    proto, in_process, _ = SEAMS[seam]
+    methods, _ = members(proto)
+    cls = load(in_process)
+    assert methods and [m for m in sorted(methods) if not callable(getattr(cls, m, None))] == []
+
+
+def test_a_stand_in_missing_a_method_is_caught():
+    """The check itself: the stand-in as it was before page_chunks was served."""
+    from serving.remote import RemoteCatalog
+
+    class OldRemoteCatalog:
+        document, pages = RemoteCatalog.document, RemoteCatalog.pages
+
+    problems = signature_problems(CatalogReader, OldRemoteCatalog)
+    assert "OldRemoteCatalog has no method page_chunks" in problems
+    assert len(problems) == 4  # page_chunks, tables, table_rows, vectors
+
+
+# the Pipeline through its Protocols alone ---------------------------------------------------
+class Seen:
+    """``obj`` through ``proto``: declared members pass (and are counted in ``used``), any
+    other attribute is an AttributeError naming the Protocol that lacks it."""
+
+    def __init__(self, obj, proto: type, used: set[str], nested: dict[str, type] | None = None):
+        methods, attributes = members(proto)
+        self.__dict__.update(_obj=obj, _proto=proto, _names=methods | attributes, _used=used,
+                             _nested=nested or {})
+
+    def __getattr__(self, name: str):
+        if name not in self._names:
+            raise AttributeError(f"the Pipeline used {name!r}, which {self._proto.__name__} "
+                                 f"does not declare (retrieval/systems/components.py)")
+        self._used.add(f"{self._proto.__name__}.{name}")
+        value = getattr(self._obj, name)
+        if name in self._nested:
+            return Seen(value, self._nested[name], self._used)
+        return value
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"the Pipeline set {name!r} on a component")
+
+
+ALL_STAGES = dict(statement_pages=1, table_records=3, k_reciprocal=True, context_tables=True,
+                  query_expansion=True, normalize_query=True, fts_weighted=True)
+
+
+@pytest.fixture(scope="module")
+def meta_index(tmp_path_factory, demo_corpus, embedder):
+    from retrieval.indexer import Ingestor
+
+    folder = tmp_path_factory.mktemp("seams") / "meta"
+    paths = [p for p in demo_corpus.pdf_paths if p.stem in ("LUMENFIELD_2023_10K",
+                                                          "BRIGHTQUARRY_2023_10K")]
+    ingestor = Ingestor(folder, embedder, metadata=demo_corpus.metadata_path, variant="meta")
+    report = ingestor.run(paths, progress=False)
+    ingestor.close()
+    assert report.ok and len(report.added) == 2
+    return folder
+
+
+@pytest.fixture(scope="module")
+def seen_pipeline(demo_index, meta_index):
+    from retrieval.systems.pipelines import Pipeline
+
+    base = Pipeline.load(demo_index, profile="tiny", variant_dirs={"meta": meta_index})
+    prof = base.profile.model_copy(update={"pipeline": base.profile.pipeline.model_copy(
+        update=ALL_STAGES)})
+    used: set[str] = set()
+
+    def index(i):
+        return Seen(i, SearchIndex, used, {"catalog": CatalogReader})
+
+    engine = base.engine("generator")  # the tiny profile's roles share one model
+    pipe = Pipeline(index(base.index), Seen(base.embedder, QueryEmbedder, used), prof,
+                    variants={v: index(i) for v, i in base.variants.items()},
+                    light=Seen(base.light, Reranker, used),
+                    engines={prof.role("generator").model: Seen(engine, LLMEngine, used)},
+                    meter=base.meter, router=Seen(base.router, QuestionRouter, used),
+                    facts=Seen(base.facts, FactsSource, used, {"store": FactLookup}))
+    yield pipe, used
+    base.close()
+
+
+def test_the_pipeline_uses_exactly_what_its_protocols_declare(seen_pipeline):
+    pipe, used = seen_pipeline
+    assert pipe.settings.statement_pages and pipe.settings.table_records
+    facts_q = "What was Lumenfield Software's total revenue in fiscal 2023?"
+    reading_q = ("What does Lumenfield Software's FY2023 income statement say about operating "
+                 "expenses, and why did they change?")
+    asked = [(facts_q, "hdrr"), (reading_q, "hdrr"), (reading_q, "cbr"), (reading_q, "agentic"),
+             (reading_q, "cbr_meta"),
+             ("What did Lumenfield Software report in its 10-Q for the second quarter of fiscal "
+              "2024?", "sfr")]
+    answers = {}
+    for question, system in asked:
+        a = pipe.answer(question, system)
+        assert a.answer.strip(), (system, question)
+        answers[question, system] = a
+    assert answers[facts_q, "hdrr"].route in ("metric_lookup", "hybrid")
+    reading = answers[reading_q, "hdrr"]
+    assert reading.routing.doc_ids == ["LUMENFIELD_2023_10K"]
+    assert reading.retrieved.get("tables")  # table records joined the candidates
+    assert "rerank_refine" in reading.timings_ms  # k-reciprocal refinement ran
+    assert {c.doc_id for c in reading.citations} <= {"LUMENFIELD_2023_10K", "XBRL"}
+    assert answers[asked[-1]].usage["llm_calls"] >= 1
+    declared = {f"{p.__name__}.{n}" for p in (SearchIndex, CatalogReader, QueryEmbedder,
+                                               Reranker, LLMEngine, FactsSource, FactLookup,
+                                               QuestionRouter)
+                for group in members(p) for n in group}
+    # Reranker.name is read by the cascade's reports only; close() when the pipeline closes
+    assert declared - used == {"Reranker.name", "SearchIndex.close"}
+    pipe.close()
+    assert "SearchIndex.close" in used
