@@ -159,6 +159,23 @@ def test_sfr_reads_whole_filings_from_the_catalog_only(pipe):
     assert a.context_tokens == sum(p.tokens for p in parts)
 
 
+def test_a_streamed_answer_is_the_final_answer_on_every_path(pipe):
+    """What a stream sends is the answer, whether a generator call streamed it (one context,
+    SFR's reduce call) or not (a map step's single finding, "not found"): served streams once
+    sent nothing for SFR's map-reduce."""
+    asked = [("What was Lumenfield's revenue for the second quarter of fiscal 2024?", "sfr"),
+             ("What is the outlook for the widget industry?", "sfr"),
+             ("What was Quillon's revenue in fiscal 2022?", "cbr")]
+    for question, system in asked:
+        pieces: list[str] = []
+        a = pipe.answer(question, system, on_text=pieces.append)
+        assert a.answer.strip() and "".join(pieces).strip() == a.answer.strip(), system
+    # SFR falls back to CBR when routing does: one generation over the context, no map step
+    unrouted = pipe.answer(asked[1][0], "sfr")
+    assert not unrouted.routing.routed and "sfr_findings" not in unrouted.retrieved
+    assert [c["role"] for c in unrouted.usage["calls"]].count("generator") == 1
+
+
 def test_agentic_retries_are_capped(pipe):
     q = "What was Lumenfield Software's net income in fiscal 2024?"
     a = pipe.answer(q, "agentic", generate=False)

@@ -117,6 +117,7 @@ class _Run:
         self.query_vector = None  # the last search's query embedding (k-reciprocal refinement)
         self.table_texts: dict[int, str] = {}  # table records among the candidates, by id
         self.expansion: tuple[str, list[str]] | None = None  # (passage, keywords) of a router call
+        self.parts = False  # the blocks are SFR's parts of whole filings (map, then reduce)
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:
@@ -500,17 +501,28 @@ class Pipeline:
 
         engine = self.engine("generator")
         params = SamplingParams(max_tokens=self.settings.answer_tokens)
+        if on_text is not None and len(runs) == 1:
+            # one answer streamed: what no generator call streams (an answer from the facts,
+            # "not found", a map step's finding) is sent whole, so the stream is the answer
+            sent: list[str] = []
+            stream = _streamed(on_text, sent)
+            self._generate_runs(runs, engine, params, stream)
+            if not sent and runs[0][0].answer.answer:
+                stream(runs[0][0].answer.answer)
+        else:
+            self._generate_runs(runs, engine, params, None)
+
+    def _generate_runs(self, runs: list[tuple[_Run, list[Block], list]], engine, params,
+                       on_text: Callable[[str], None] | None) -> None:
         batch = []
         for run, blocks, readings in runs:
             if run.done:
-                if on_text is not None and len(runs) == 1:
-                    on_text(run.answer.answer)  # answered from the facts: sent whole
                 continue
             if not blocks:
                 run.answer.answer = NOT_FOUND
-            elif run.answer.system == "sfr" and len(blocks) > 1:
+            elif run.parts and len(blocks) > 1:
                 with self.meter.measure() as m, run.stage("generate"):
-                    self._generate_parts(run, engine, params, blocks)
+                    self._generate_parts(run, engine, params, blocks, on_text)
                 readings.append((m.reading, 1))
             else:
                 batch.append((run, blocks, readings))
@@ -542,11 +554,12 @@ class Pipeline:
             if run.preface and not run.done:
                 run.answer.answer = f"{run.preface}\n{run.answer.answer}"
 
-    def _generate_parts(self, run: _Run, engine, params, blocks: list[Block]) -> None:
+    def _generate_parts(self, run: _Run, engine, params, blocks: list[Block],
+                        on_text: Callable[[str], None] | None = None) -> None:
         """SFR past the context limit, map then reduce: every part is asked the question with
         the answer prompt; the part answers that state something (``part_findings``) are the
         answer when there is one, and are read together by one more call when there are
-        several; none → not found."""
+        several (it streams to ``on_text``); none → not found."""
         completions = engine.generate([answer_messages(run.answer.query, [b]) for b in blocks],
                                       params)
         for completion in completions:
@@ -563,7 +576,8 @@ class Pipeline:
             text = found[0][0].text
         else:
             [completion] = engine.generate(
-                [answer_messages(run.answer.query, [f for f, _ in found])], params)
+                [answer_messages(run.answer.query, [f for f, _ in found])], params,
+                **({"on_text": _lstripped(on_text)} if on_text is not None else {}))
             run.call("generator", engine.model_id, completion)
             text = completion.text.strip()
         run.answer.answer = text
@@ -771,6 +785,7 @@ class Pipeline:
         _check_fan_out(routing)
         with run.stage("load_document"):
             parts = [p for doc_id in routing.doc_ids for p in self.document_parts(doc_id)]
+        run.parts = True
         run.record("ranked", parts, [None] * len(parts))
         run.record("kept", parts, [None] * len(parts))
         return parts
@@ -846,6 +861,16 @@ def _bound(cache: dict) -> None:
     """A per-pipeline cache kept to ROUTES_CACHED entries, the oldest going first."""
     while len(cache) > ROUTES_CACHED:
         cache.pop(next(iter(cache)), None)
+
+
+def _streamed(on_text: Callable[[str], None], sent: list[str]) -> Callable[[str], None]:
+    """``on_text`` that also keeps what it was given in ``sent``."""
+
+    def emit(piece: str) -> None:
+        sent.append(piece)
+        on_text(piece)
+
+    return emit
 
 
 def _lstripped(on_text: Callable[[str], None]) -> Callable[[str], None]:
