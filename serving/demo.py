@@ -122,17 +122,21 @@ def serve_demo(index: Path, questions: list[dict], facts_path: Path, *, profile:
                 print(f"error {code}: {answer.get('error')}")
                 return 1
             print_answer(answer)
-        _look_alike(url, questions, facts_path, post_json)
+        failed = _look_alike(url, questions, facts_path, post_json)
         print()
         print("stopping the service…")
     print("stopped: Serve and Ray shut down")
+    if failed:
+        print(f"error: {failed} request(s) above did not get an answer")
+        return 1
     return 0
 
 
-def _look_alike(url: str, questions: list[dict], facts_path: Path, post_json) -> None:
+def _look_alike(url: str, questions: list[dict], facts_path: Path, post_json) -> int:
     """CBR vs HDRR on a look-alike question: first retrieval only (cheap) over every
     look-alike question, to find one whose CBR context leads with another company's filing
-    (else another filing of the same company); then both systems answer it."""
+    (else another filing of the same company); then both systems answer it. Returns how many
+    requests failed (each is printed where it happened)."""
     from serving.server import get_json
 
     facts = json.loads(Path(facts_path).read_text())
@@ -142,10 +146,14 @@ def _look_alike(url: str, questions: list[dict], facts_path: Path, post_json) ->
     print(_line("═"))
     print("look-alike questions: whole-corpus chunk RAG (cbr) vs document-routed (hdrr)")
     print(_line("═"))
-    found = []
+    found, failed = [], 0
     for q in (q for q in questions if "look-alike" in q.get("tags", [])):
-        _, probe = post_json(f"{url}/v1/answer", {"question": q["question"], "system": "cbr",
-                                                  "generate": False})
+        code, probe = post_json(f"{url}/v1/answer", {"question": q["question"],
+                                                     "system": "cbr", "generate": False})
+        if code != 200:
+            print(f"  cbr retrieval: error {code}: {probe.get('error')}  for: {q['question']}")
+            failed += 1
+            continue
         context = (probe.get("retrieved") or {}).get("context") or []
         lead = context[0]["doc_id"] if context else q["doc_id"]
         kind = ("another company's filing" if company.get(lead) != company.get(q["doc_id"])
@@ -157,7 +165,7 @@ def _look_alike(url: str, questions: list[dict], facts_path: Path, post_json) ->
     if not found:
         print("  in this run CBR's context led with the right filing for every look-alike "
               "question")
-        return
+        return failed
     q = sorted(found, key=lambda f: f[0])[0][1]  # another company's filing first
     print()
     print(f"Q: {q['question']}  (known answer: {q['answer']}, {q['doc_id']})")
@@ -168,6 +176,7 @@ def _look_alike(url: str, questions: list[dict], facts_path: Path, post_json) ->
         code, a = post_json(f"{url}/v1/answer", {"question": q["question"], "system": system})
         if code != 200:
             print(f"  {system}: error {code}: {a.get('error')}")
+            failed += 1
             continue
         cited = sorted({c["doc_id"] for c in a["citations"]})
         lead = a["retrieved"]["context"][0]["doc_id"] if a["retrieved"].get("context") else "-"
@@ -182,6 +191,7 @@ def _look_alike(url: str, questions: list[dict], facts_path: Path, post_json) ->
               f"{u['completion_tokens']} tokens, {a['timings_ms']['total'] / 1000:.1f}s, "
               f"energy {a['energy']['joules'] if a['energy']['joules'] is not None else 'n/a'}"
               f" ({a['energy']['source']})")
+    return failed
 
 
 def _metric_of(q: dict, facts: list[dict]) -> str | None:

@@ -85,6 +85,37 @@ def test_every_in_process_class_has_the_methods_of_its_protocol(seam):
     assert methods and [m for m in sorted(methods) if not callable(getattr(cls, m, None))] == []
 
 
+# the deployment each stand-in forwards to (serving/deployments.py)
+SERVED_BY = {"RemoteEmbedder": "Embedder", "RemoteCatalog": "Retriever",
+             "RemoteIndex": "Retriever", "RemoteFacts": "Retriever", "_Store": "Retriever",
+             "RemoteReranker": "Reranker", "RemoteLLM": "Generator", "RemoteRouter": "Router"}
+
+
+def test_every_call_a_stand_in_forwards_is_a_method_of_its_deployment():
+    """``handle.NAME.remote(...)`` in a stand-in must name a method the deployment has:
+    else the call fails only when a request reaches it."""
+    import ast
+
+    import serving.deployments as deployments
+    import serving.remote as remote
+
+    tree = ast.parse(inspect.getsource(remote))
+    calls: dict[str, set[str]] = {}
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for node in ast.walk(cls):
+            # handle.NAME.remote / handle.options(...).NAME.remote
+            if (isinstance(node, ast.Attribute) and node.attr == "remote"
+                    and isinstance(node.value, ast.Attribute)):
+                calls.setdefault(cls.name, set()).add(node.value.attr)
+    assert set(calls) == set(SERVED_BY), calls  # every stand-in is mapped, and forwards
+    missing = [f"{stand_in} → {SERVED_BY[stand_in]}.{name}"
+               for stand_in, names in calls.items() for name in sorted(names)
+               if not callable(getattr(getattr(deployments, SERVED_BY[stand_in]).func_or_class,
+                                       name, None))]
+    assert missing == []
+    assert {"page_chunks", "tables", "table_rows", "vectors"} <= calls["RemoteCatalog"]
+
+
 def test_a_stand_in_missing_a_method_is_caught():
     """The check itself: the stand-in as it was before page_chunks was served."""
     from serving.remote import RemoteCatalog
