@@ -36,7 +36,6 @@ from retrieval.ingest.kinds import SUFFIXES, file_kind
 from retrieval.ingest.variants import ContextStore, Contextualizer, check_variant, indexed_chunks
 
 
-
 def _one_line(path: Path, e: Exception) -> str:
     """A file's failure in one line that starts with its path."""
     if isinstance(e, (DocumentError, ValueError)):
