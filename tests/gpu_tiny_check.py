@@ -165,10 +165,13 @@ def serve_checks(work: Path, index: Path, check, figures, timings) -> None:
             check("sse_pieces_make_the_answer", streamed.strip() == events[-1][1]["answer"],
                   (streamed[:200], events[-1][1]["answer"][:200]))
 
-        # two answers at once: the generator's engine runs them in the same steps
+        # answers at once: the generator's engine runs them in the same steps. When the
+        # requests meet in the engine depends on how long each spends in routing, retrieval and
+        # the rerankers on a loaded machine, so up to three rounds of three; an engine behind a
+        # lock (or a deployment that serializes calls) never shows two in one step
         figures["engine_max_running_before"] = _metric(_get(url + "/metrics"),
                                                        "finrag_generator_engine_max_running")
-        replies, errors = [], []
+        replies, errors, running, rounds = [], [], None, 0
 
         def ask():
             try:
@@ -176,14 +179,17 @@ def serve_checks(work: Path, index: Path, check, figures, timings) -> None:
             except Exception as exc:  # reported below
                 errors.append(repr(exc))
 
-        threads = [threading.Thread(target=ask) for _ in range(2)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(300)
-        check("concurrent_answered", len(replies) == 2 and not errors, errors)
-        metrics = _get(url + "/metrics")
-        running = _metric(metrics, "finrag_generator_engine_max_running")
+        while rounds < 3 and (running is None or running < 2) and not errors:
+            rounds += 1
+            threads = [threading.Thread(target=ask) for _ in range(3)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join(300)
+            metrics = _get(url + "/metrics")
+            running = _metric(metrics, "finrag_generator_engine_max_running")
+        check("concurrent_answered", len(replies) == 3 * rounds and not errors, errors)
+        figures["concurrent_rounds"] = rounds
         figures["engine_max_running"] = running
         figures["engine_steps"] = _metric(metrics, "finrag_generator_engine_steps")
         check("concurrent_in_one_engine_step", running is not None and running >= 2, running)

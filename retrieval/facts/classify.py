@@ -16,6 +16,8 @@ from typing import Any
 
 from retrieval.routing.calendars import read_periods
 from retrieval.facts.concepts import ConceptTable, Metric
+from retrieval.facts.definitions import Defined, DefinitionError, asked_definition
+from retrieval.facts.trends import TrendAsk, read_trend
 from retrieval.facts.formula import parse as parse_formula
 from retrieval.facts.formula import uses_prior_year
 from retrieval.facts.units import UnitRequest, read_request
@@ -82,13 +84,20 @@ class FactQuery:
     reason: str = ""
     unit: UnitRequest = field(default_factory=UnitRequest)  # the unit the answer is asked in
     average: bool = False  # "the FY2018 - FY2020 3 year average": one mean over the periods
+    # the question's own definition, as read ("ROA = FY2022 net income / (average …)"), or why
+    # it did not read (the table's definition answers then, and says so)
+    definition: str | None = None
+    definition_error: str | None = None
+    trend: TrendAsk | None = None  # asks a direction, a sign or stability: judged from the values
 
     def to_dict(self) -> dict[str, Any]:
         return {"route": self.route, "metrics": [m.key for m in self.metrics],
                 "statement": self.statement, "periods": self.periods,
                 "calendar_years": self.calendar_years,
                 "dates": [d.day.isoformat() for d in self.dates],
-                "last_n": list(self.last_n) if self.last_n else None, "reason": self.reason}
+                "last_n": list(self.last_n) if self.last_n else None, "reason": self.reason,
+                "definition": self.definition, "definition_error": self.definition_error,
+                "trend": self.trend.kind if self.trend else None}
 
 
 def classify(question: str, concepts: ConceptTable) -> FactQuery:
@@ -104,6 +113,13 @@ def classify(question: str, concepts: ConceptTable) -> FactQuery:
     mentions = _in_the_question(concepts.find(text), text)
     metrics = [_margin_if_asked(m, text) for m in mentions] or concepts.scattered(text)
     metrics = _without_inputs(metrics, concepts)
+    defined, definition_error = None, None
+    try:
+        defined = asked_definition(full, concepts)
+    except DefinitionError as err:
+        definition_error = str(err)
+    if defined is not None:
+        metrics = [as_defined(defined, metrics[0] if metrics else None, concepts)] + metrics[1:]
     if metrics and _GROWTH.search(question) and not uses_prior_year(
             parse_formula(metrics[0].formula or "0")):
         metrics = [growth_of(metrics[0], concepts)] + metrics[1:]
@@ -126,7 +142,12 @@ def classify(question: str, concepts: ConceptTable) -> FactQuery:
             found.periods = [p for p in found.periods if p[0] != min(years) or p[1] is not None]
     q = FactQuery("narrative", metrics, statement, found.periods, found.calendar_years,
                   found.dates, last_n, unit=read_request(full),
-                  average=bool(_AVERAGE.search(question)))
+                  average=bool(_AVERAGE.search(question)),
+                  definition=defined.text if defined else None, definition_error=definition_error)
+    if len(metrics) == 1 and mentions:
+        q.trend = read_trend(question, (mentions[0].start, mentions[0].end))
+    if defined is not None and defined.year and not found.periods and not found.calendar_years:
+        q.periods = [(defined.year, None)]  # "ROA is defined as: FY2022 net income / …"
     years = {y for y, _ in found.periods if y} | set(found.calendar_years)
     if statement and not metrics and _SHOW.search(question):
         q.route, q.reason = "full_statement", f"asks for the {statement.replace('_', ' ')} statement"
@@ -151,6 +172,7 @@ def classify(question: str, concepts: ConceptTable) -> FactQuery:
     return q
 
 
+_COMPUTE = re.compile(r"\b(?:calculate|compute)\s+(?:the\s+|its\s+)?(?:[\w&'’]+\s+){0,2}$", re.I)
 _MARGIN_AFTER = re.compile(r"\s*(?:\([^)]{0,60}\)\s*)?%?\s*margin\b", re.I)
 
 
@@ -179,8 +201,14 @@ def statements_named(question: str, concepts: ConceptTable) -> list[str]:
 def _in_the_question(mentions: list, text: str) -> list:
     """The metric mentions of the sentence that asks (the first ending in "?") when it names
     one: a preamble ("as if you are an equity research analyst") names no metric asked for."""
+    if len(mentions) < 2:
+        return mentions
+    # "… sold its inventory? Calculate inventory turnover ratio": the measure to compute wins
+    computed = [m for m in mentions if _COMPUTE.search(text[max(0, m.start - 40):m.start])]
+    if computed:
+        return computed
     end = text.find("?")
-    if end < 0 or len(mentions) < 2:
+    if end < 0:
         return mentions
     start = max(text.rfind(mark, 0, end) for mark in (". ", "! ", "? ", ": ", "\n")) + 1
     asked = [m for m in mentions if start <= m.start < end]
@@ -205,6 +233,23 @@ def growth_of(metric: Metric, concepts: ConceptTable) -> Metric:
     return Metric(f"{metric.key}_{fn}", f"Year-over-year change in {metric.label[0].lower()}"
                   f"{metric.label[1:]}", formula=f"{fn}({inner})", kind="ratio",
                   display="percent")
+
+
+def as_defined(defined: Defined, asked: Metric | None, concepts: ConceptTable) -> Metric:
+    """The metric a question asks, with its own definition: the definition itself when it
+    defines the asked metric (or the question names no table metric); the asked metric's table
+    formula with the defined input put in when it defines one of its inputs ("EBITDA % margin …
+    Define unadjusted EBITDA as operating income + D&A")."""
+    named = concepts.find(defined.name)
+    key = named[0].metric.key if named else None
+    if asked is not None and key and key != asked.key and asked.formula \
+            and key in asked.formula_names:
+        formula = re.sub(rf"(?<![a-z0-9_]){key}(?![a-z0-9_])", f"({defined.formula})",
+                         asked.formula)
+        return Metric(f"{asked.key}_as_defined", asked.label, formula=formula, kind=asked.kind,
+                      display=asked.display)
+    display = asked.display if asked is not None else (named[0].metric.display if named else None)
+    return defined.metric(concepts, display=display)
 
 
 def _without_inputs(metrics: list[Metric], concepts: ConceptTable) -> list[Metric]:

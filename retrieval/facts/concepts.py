@@ -35,6 +35,7 @@ class Metric:
     kind: str = "flow"
     statement: str | None = None
     display: str | None = None  # a ratio's default wording: percent (margins) or number (days, turnover)
+    better: str = "higher"  # which way is an improvement: lower for days outstanding, leverage
 
     @property
     def formula_names(self) -> list[str]:
@@ -96,7 +97,8 @@ class ConceptTable:
 
     def add(self, key: str, **values: Any) -> Metric:
         """Add a metric, or replace the given fields of a known one."""
-        known = {"label", "concepts", "phrases", "formula", "kind", "statement", "display"}
+        known = {"label", "concepts", "phrases", "formula", "kind", "statement", "display",
+                 "better"}
         if unknown := set(values) - known:
             raise ValueError(f"unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
         old = self.metrics.get(key)
@@ -110,6 +112,8 @@ class ConceptTable:
             raise ValueError(f"kind must be one of {KINDS}, got {merged['kind']!r}")
         if merged.get("statement") not in (None, *STATEMENTS):
             raise ValueError(f"statement must be one of {STATEMENTS}, got {merged['statement']!r}")
+        if merged.get("better", "higher") not in ("higher", "lower"):
+            raise ValueError(f"better must be higher or lower, got {merged['better']!r}")
         if merged.get("display") not in (None, *DISPLAYS):
             raise ValueError(f"display must be one of {DISPLAYS}, got {merged['display']!r}")
         if merged.get("formula"):
