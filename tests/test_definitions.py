@@ -65,14 +65,25 @@ def test_classify_answers_with_the_definition_or_says_why_not(concepts):
     q = classify("What is the FY2018 fixed asset turnover ratio for CVS Health? Fixed asset "
                  "turnover ratio is defined as: FY2018 revenue / (average PP&E between FY2017 and "
                  "FY2018). Round your answer to two decimal places.", concepts)
-    [m] = q.metrics
-    assert q.route == "metric_lookup" and m.formula == "revenue / ( avg(ppe_net) )"
+    [m] = q.metrics  # the same formula as the table's: the table's metric, its key kept
+    assert q.route == "metric_lookup" and (m.key, m.formula) == ("fixed_asset_turnover",
+                                                                 "revenue / avg(ppe_net)")
     assert q.periods == [(2018, None)] and q.definition.startswith("Fixed asset turnover ratio =")
+    # another definition than the table's: the question's wins
+    q = classify("What is X's ROA? ROA is defined as: FY2022 net income / FY2022 total assets.",
+                 concepts)
+    [m] = q.metrics
+    assert (m.key, m.formula, m.kind) == ("defined_roa", "net_income / total_assets", "ratio")
+    assert q.periods == [(2022, None)]
     # a definition of an input of the asked metric goes into the asked metric's formula
     q = classify("What is the FY2018 - FY2020 3 year average unadjusted EBITDA % margin for "
                  "Walmart? Define unadjusted EBITDA as unadjusted operating income + depreciation "
                  "and amortization from the cash flow statement.", concepts)
-    assert q.metrics[0].formula == "(operating_income + depreciation_amortization) / revenue"
+    assert q.metrics[0].key == "ebitda_margin"  # the table's EBITDA is that definition
+    q = classify("What is X's FY2020 EBITDA margin? Define EBITDA as operating income + "
+                 "depreciation and amortization + stock based compensation.", concepts)
+    assert q.metrics[0].formula == ("(operating_income + depreciation_amortization + "
+                                    "stock_based_compensation) / revenue")
     # unreadable: the table's metric answers, and the error is kept to be said
     q = classify("What is X's FY2020 current ratio? Current ratio is defined as: current "
                  "assets / short-term obligations.", concepts)

@@ -240,8 +240,15 @@ def as_defined(defined: Defined, asked: Metric | None, concepts: ConceptTable) -
     defines the asked metric (or the question names no table metric); the asked metric's table
     formula with the defined input put in when it defines one of its inputs ("EBITDA % margin …
     Define unadjusted EBITDA as operating income + D&A")."""
+    if asked is not None and asked.formula and _expanded(parse_formula(asked.formula), concepts) \
+            == _expanded(parse_formula(defined.formula), concepts):
+        return asked  # the table's own definition, as the question states it
     named = concepts.find(defined.name)
     key = named[0].metric.key if named else None
+    same = bool(named) and _expanded(parse_formula(key), concepts) == _expanded(
+        parse_formula(defined.formula), concepts)
+    if asked is not None and same and key != asked.key and key in asked.formula_names:
+        return asked  # defines an input as the table does ("EBITDA = operating income + D&A")
     if asked is not None and key and key != asked.key and asked.formula \
             and key in asked.formula_names:
         formula = re.sub(rf"(?<![a-z0-9_]){key}(?![a-z0-9_])", f"({defined.formula})",
@@ -250,6 +257,24 @@ def as_defined(defined: Defined, asked: Metric | None, concepts: ConceptTable) -
                       display=asked.display)
     display = asked.display if asked is not None else (named[0].metric.display if named else None)
     return defined.metric(concepts, display=display)
+
+
+def _expanded(node, concepts: ConceptTable, depth: int = 0):
+    """A formula tree with every formula-only metric it names replaced by its own formula:
+    "DIO + DSO - DPO" and their definitions written out are the same formula."""
+    from retrieval.facts.formula import BinOp, Call, Ref
+
+    if isinstance(node, Ref) and depth < 4:
+        metric = concepts.metrics.get(node.name)
+        if metric is not None and metric.formula and not metric.concepts:
+            return _expanded(parse_formula(metric.formula), concepts, depth + 1)
+        return node
+    if isinstance(node, Call):
+        return Call(node.fn, _expanded(node.arg, concepts, depth))
+    if isinstance(node, BinOp):
+        return BinOp(node.op, _expanded(node.left, concepts, depth),
+                     _expanded(node.right, concepts, depth))
+    return node
 
 
 def _without_inputs(metrics: list[Metric], concepts: ConceptTable) -> list[Metric]:

@@ -300,6 +300,10 @@ class Pipeline:
             runs.append((run, blocks, [(m.reading, 1)]))
         if generate:
             self._generate_all(runs, on_text)
+        else:  # no generator: what the facts computed for a hybrid answer is still said
+            for run, _, _ in runs:
+                if run.preface and not run.done and not run.answer.answer:
+                    run.answer.answer = run.preface
         for run, _, readings in runs:
             run.answer.timings_ms["total"] = round(
                 sum(r.seconds for r, _ in readings) * 1000, 3)
