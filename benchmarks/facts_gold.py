@@ -61,7 +61,7 @@ COMPANIES = {
 }
 ROUTES = ("metric_lookup", "timeseries", "full_statement", "narrative", "hybrid")
 CATEGORIES = ("metric_lookup", "q4", "calendar", "timeseries", "full_statement", "compare",
-              "eps_split", "narrative", "hybrid", "cannot_answer")
+              "eps_split", "narrative", "hybrid", "cannot_answer", "reasoning")
 PER_SHARE = {"eps_basic", "eps_diluted", "dividends_per_share"}
 SHARE_COUNTS = {"shares_outstanding", "weighted_shares_basic", "weighted_shares_diluted"}
 FY_DAYS, Q_DAYS, YTD9_DAYS = (340, 380), (80, 100), (260, 285)
@@ -408,6 +408,37 @@ def question_gold(question: dict, facts_dir: Path = COMPANYFACTS) -> list[GoldVa
     values = [gold_value(e, qid, facts_dir) for e in expects]
     _check_last_n(question, qid, facts_dir)
     return values
+
+
+def check_value(expr: str, values: list[float]) -> float | bool:
+    """A reasoning question's ``check`` expression over its gold values, named a, b, c, … in
+    the order of ``expect``: numbers, + - * /, parentheses and one comparison ("c / d > a / b").
+    Nothing else is evaluated."""
+    import ast
+
+    names = {chr(ord("a") + i): v for i, v in enumerate(values)}
+
+    def ev(node):
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)):
+            return float(node.value)
+        if isinstance(node, ast.Name) and node.id in names:
+            return names[node.id]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -ev(node.operand)
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult,
+                                                               ast.Div)):
+            left, right = ev(node.left), ev(node.right)
+            return {ast.Add: left + right, ast.Sub: left - right, ast.Mult: left * right,
+                    ast.Div: left / right if right else float("nan")}[type(node.op)]
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(
+                node.ops[0], (ast.Gt, ast.GtE, ast.Lt, ast.LtE)):
+            left, right = ev(node.left), ev(node.comparators[0])
+            return {ast.Gt: left > right, ast.GtE: left >= right, ast.Lt: left < right,
+                    ast.LtE: left <= right}[type(node.ops[0])]
+        raise GoldError(f"check {expr!r}: {ast.dump(node)[:60]} is not allowed")
+    return ev(ast.parse(expr, mode="eval"))
 
 
 def load_questions(path: str | Path = QUESTIONS) -> list[dict[str, Any]]:

@@ -154,6 +154,8 @@ def score_question(question: dict, gold: list[G.GoldValue], answer: dict) -> dic
             f"{len(facts)} facts returned" if facts else "",
             f"invented {', '.join(out['invented'])}" if out["invented"] else ""]))
         return out
+    if question.get("check"):
+        return _score_check(question, gold, answer, out)
     for g in gold:
         hit = next((f for f in facts if fact_matches(g, f)), None)
         out["expected"].append({
@@ -174,6 +176,40 @@ def score_question(question: dict, gold: list[G.GoldValue], answer: dict) -> dic
     if answer.get("error"):
         reasons.append(f"error: {answer['error']}")
     out["why"] = "; ".join(reasons)
+    return out
+
+
+def _score_check(question: dict, gold: list[G.GoldValue], answer: dict,
+                 out: dict[str, Any]) -> dict[str, Any]:
+    """A reasoning question: its ``expect`` values are the gold inputs (a, b, c, … in order) and
+    its ``check`` says what the answer must state, computed here from them:
+
+    - ``yes_if``: the answer opens with Yes when the expression holds, else No;
+    - ``word_if`` [word when true, word when false] with ``test``: the answer's first line
+      holds that word;
+    - ``number`` with ``decimals`` (and ``percent``): the answer writes that value so rounded."""
+    check, text = question["check"], (answer.get("answer") or "").strip()
+    first = text.splitlines()[0] if text else ""
+    values = [g.value for g in gold]
+    if "yes_if" in check:
+        want = "Yes" if G.check_value(check["yes_if"], values) else "No"
+        ok = re.match(rf"^\W*{want}\b", first) is not None
+    elif "word_if" in check:
+        want = check["word_if"][0 if G.check_value(check["test"], values) else 1]
+        ok = want in first
+    else:
+        value = G.check_value(check["number"], values)
+        value = value * 100 if check.get("percent") else value
+        want = f"{value:.{check.get('decimals', 2)}f}" + ("%" if check.get("percent") else "")
+        ok = want in text
+    out["check"] = {"rule": check, "want": want, "ok": ok, "first_line": first[:300],
+                    "inputs": [{"ticker": g.ticker, "metric": g.metric, "end": g.end,
+                                "gold": g.value} for g in gold]}
+    out["values_ok"] = ok
+    out["correct"] = out["route_ok"] and ok
+    out["why"] = "; ".join(filter(None, [
+        "" if out["route_ok"] else f"route {out['route']!r}, expected {question['route']!r}",
+        "" if ok else f"expected {want!r} in the answer"]))
     return out
 
 
@@ -244,6 +280,12 @@ def summarize(records: list[dict], latencies: list[dict]) -> dict[str, Any]:
                       "wall_p50": percentile(wall, 50),
                       "wall_p95": percentile(wall, 95) if len(wall) >= MIN_P95 else None,
                       "with_total": len(total)}
+    # a trend, ratio or judgement reasoned from the facts: the facts stage alone (a hybrid
+    # answer then generates its sentence, which is the generator's time, not the reasoning's)
+    facts_ms = [x["facts_ms"] for x in latencies if x.get("category") == "reasoning"
+                and x.get("facts_ms") is not None]
+    reasoning_latency = {"n": len(facts_ms), "p50": percentile(facts_ms, 50),
+                         "p95": percentile(facts_ms, 95) if len(facts_ms) >= MIN_P95 else None}
     ml = [r for r in records if r["route_expected"] == "metric_lookup" and r["answerable"]]
     conf = {label: [r["confidence"] for r in records if r["score"]["correct"] == ok
                     and r["answerable"] and r["confidence"] is not None]
@@ -260,6 +302,7 @@ def summarize(records: list[dict], latencies: list[dict]) -> dict[str, Any]:
             "with_facts": sum(r["score"]["n_facts"] > 0 for r in unanswerable)},
         "llm_calls": calls,
         "latency": lat,
+        "reasoning_facts_ms": reasoning_latency,
         "deterministic": {"metric_lookup": [r["id"] for r in ml if r["llm_calls"] == 0],
                           "metric_lookup_n": len(ml),
                           "all": [r["id"] for r in records if r["llm_calls"] == 0]},
@@ -325,6 +368,8 @@ def run(pipe, questions: list[dict], gold: dict[str, list[G.GoldValue]], repeat:
             total = (answer.get("timings_ms") or {}).get("total")
             llm_calls = int((answer.get("usage") or {}).get("llm_calls") or 0)
             latencies.append({"id": q["id"], "pass": rep, "route_expected": q["route"],
+                              "category": q["category"],
+                              "facts_ms": (answer.get("timings_ms") or {}).get("facts"),
                               "answerable": q.get("answerable", True),
                               "route_got": answer.get("route"), "total_ms": total,
                               "wall_ms": wall, "llm_calls": llm_calls})
@@ -384,7 +429,10 @@ def failure_rows(records: list[dict]) -> list[str]:
         s = r["score"]
         if s["correct"]:
             continue
-        if r["answerable"]:
+        if s.get("check"):
+            exp = [f"route {r['route_expected']}", f"says {s['check']['want']!r}"]
+            got = [f"route {s['route']}", s["check"]["first_line"] or "(empty)"]
+        elif r["answerable"]:
             exp = [f"route {r['route_expected']}"] + [
                 f"{e['ticker']} {e['metric']} {_period(e)} = "
                 f"{money(e['gold'], e['per_share'])}{' (derived)' if e['derive'] else ''}"
@@ -511,6 +559,15 @@ def report(summary: dict[str, Any], meta: dict[str, Any], records: list[dict],
         p95w = _ms(v["wall_p95"]) if v["n"] >= MIN_P95 else f"– (n={v['n']})"
         lines.append(f"| {route} | {v['n']} | {v['questions']} | {_ms(v['total_p50'])} | "
                      f"{p95t} | {_ms(v['wall_p50'])} | {p95w} |")
+    rl = S.get("reasoning_facts_ms") or {}
+    if rl.get("n"):
+        lines += ["", f"Reasoning questions (trends, the question's own ratios, judgements): "
+                  f"the facts stage (`timings_ms.facts`: classify, compute, judge) took p50 "
+                  f"**{_ms(rl['p50'])} ms**"
+                  + (f", p95 {_ms(rl['p95'])} ms" if rl.get("p95") is not None else
+                     f" (p95 needs ≥ {MIN_P95} samples)")
+                  + f" over {rl['n']} answers; a hybrid answer's generated sentence comes after "
+                  "it and is not in this figure."]
     c = S["confidence"]
     if c["correct"]["n"] or c["wrong"]["n"]:
         lines += ["", "Mean `answer.confidence` (answerable questions): correct "

@@ -32,7 +32,7 @@ from benchmarks.splits import seeded_rank
 BANDS = ((1, 1, "1 (failure)"), (2, 4, "2–4"), (5, 7, "5–7"), (8, 9, "8–9"), (10, 10, "10 (perfect)"))
 LABELS = ("correct", "incorrect", "refusal")
 VARIANT_OF = {"cbr_meta": "meta", "cbr_llmctx": "llmctx"}
-DEFAULT_SYSTEMS = ("cbr", "cbr_meta", "cbr_llmctx", "sfr", "hdrr", "agentic")
+DEFAULT_SYSTEMS = ("cbr", "cbr_meta", "cbr_llmctx", "sfr", "hdrr", "hdrr_text", "agentic")
 
 # For orientation only: the HDRR paper's abstract (Cheng, Lai, Liu 2026, arXiv 2603.26815),
 # FinDER benchmark, 1,500 queries, other models and corpus. None: not given in the abstract.
@@ -239,6 +239,28 @@ def _strict(rec: dict) -> float | None:
     return correct if not correct else float(not other_figures(rec))
 
 
+def yes_no_by_class(records: list[dict]) -> dict[str, Any]:
+    """One system's answers to the questions whose reference is a yes or a no, by that gold
+    class: how many, how often the answer opens with yes, with no or with neither, and the
+    share labelled correct. A system that always says one word shows at once."""
+    import re
+
+    from benchmarks.scorer import kind
+
+    out: dict[str, Any] = {}
+    for gold_word in ("yes", "no"):
+        mine = [r for r in records if r["answer"] is not None
+                and kind(r.get("gold") or "") == "yes_no"
+                and (r.get("gold") or "").strip().lower().lstrip("\"'*").startswith(gold_word)]
+        said = [re.match(r"^\W*(yes|no)\b", (r["answer"].get("answer") or ""), re.I) for r in mine]
+        words = [m.group(1).lower() if m else None for m in said]
+        labels = [_label(r) for r in mine if _label(r) is not None]
+        out[gold_word] = {"n": len(mine), "says_yes": words.count("yes"),
+                          "says_no": words.count("no"), "says_neither": words.count(None),
+                          "accuracy": labels.count("correct") / len(labels) if labels else None}
+    return out
+
+
 def summarize(records: list[dict], systems: list[str], reference: str) -> dict[str, Any]:
     from benchmarks.serve_load import percentile
     from retrieval.systems.evaluation import summarize as retrieval_summary
@@ -279,6 +301,11 @@ def summarize(records: list[dict], systems: list[str], reference: str) -> dict[s
                                   and _label(r) is not None) for src in ("scorer", "llm")},
             "label_correct_ci": stats.bootstrap_ci([1.0 if x == "correct" else 0.0
                                                     for x in labels]),
+            # the scorer's verdicts alone: no LLM judge in the figure
+            "scorer_correct_ci": stats.bootstrap_ci([
+                1.0 if _label(r) == "correct" else 0.0 for r in ok
+                if (r.get("verdict") or {}).get("source") == "scorer" and _label(r) is not None]),
+            "yes_no": yes_no_by_class(mine),
             "judge_correct": sum(1 for r in ok if _label(r) == "correct"
                                  and (r.get("verdict") or {}).get("source") == "llm"),
             "other_figures": sum(1 for r in ok if other_figures(r)),
@@ -426,7 +453,9 @@ def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> s
         + (f"answers and verdicts cached in `{meta['cache']}`; " if meta.get("cache") else "")
         + f"systems {', '.join(S)}"
         + (f" (per-system samples: {meta['limits']})" if meta["limits"] else "")
-        + (f"; split `{meta['split']}` of `benchmarks/splits.py`" if meta.get("split") else "")
+        + (f"; split `{meta['split']}` of `benchmarks/splits.py`"
+           + (" (**seen**: the test half was read while writing rules; its figures are not "
+              "held-out figures)" if meta["split"] == "test" else "") if meta.get("split") else "")
         + ". **Accuracy** is the share of answers labelled correct (FinanceBench's labels: "
         "correct / incorrect / refusal). The deterministic scorer (`benchmarks/scorer.py`: "
         "reference figures with units and rounding, yes/no, refusals) labels what it can; "
@@ -452,7 +481,8 @@ def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> s
     if meta.get("calibration"):
         c = meta["calibration"]
         lines += [f"**How far to trust the labels**: on {c['n']} human-labelled FinanceBench "
-                  f"answers of the held-out `{c.get('split', 'test')}` questions, {c['who']} "
+                  f"answers of the `{c.get('split', 'test')}` half (seen: it was read while "
+                  f"writing rules, no longer held out), {c['who']} "
                   f"agreed with people {R.pct(c['accuracy'])} of the time, Cohen's kappa "
                   f"{c['kappa']:.2f} ({c['band']})"
                   + (f"; the judge alone, on the {c['llm']['n']} of them the scorer leaves, "
@@ -472,6 +502,25 @@ def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> s
             f"| {s} | {v['judged']} | {_ci(v['label_correct_ci'], '{:.1f}%', 100)} | "
             f"{R.pct(v['labels']['incorrect'])} | {R.pct(v['labels']['refusal'])} | "
             f"{d.get('scorer', 0)} / {d.get('llm', 0)} | {v['errors']} |")
+    lines += ["", "Accuracy over the answers the deterministic scorer decided alone (no LLM "
+              "judge in the figure; n in brackets):", "",
+              "| system | scorer-decided accuracy [95% CI] (n) |", "|---|---:|"]
+    for s, v in S.items():
+        sc = v.get("scorer_correct_ci") or {}
+        lines.append(f"| {s} | {_ci(sc, '{:.1f}%', 100) if sc.get('n') else '–'} "
+                     f"({sc.get('n', 0)}) |")
+    if any((v.get("yes_no") or {}).get("yes", {}).get("n") for v in S.values()):
+        lines += ["", "Yes/no questions by the reference's answer: how often each system opens "
+                  "with yes, with no or with neither, and its accuracy on them (a constant answer "
+                  "shows as one column).", "",
+                  "| system | gold yes: n | says yes / no / neither | accuracy | gold no: n | "
+                  "says yes / no / neither | accuracy |", "|---|---:|---:|---:|---:|---:|---:|"]
+        for s, v in S.items():
+            y, n = v["yes_no"]["yes"], v["yes_no"]["no"]
+            lines.append(f"| {s} | {y['n']} | {y['says_yes']} / {y['says_no']} / "
+                         f"{y['says_neither']} | {R.pct(y['accuracy'])} | {n['n']} | "
+                         f"{n['says_yes']} / {n['says_no']} / {n['says_neither']} | "
+                         f"{R.pct(n['accuracy'])} |")
     types = sorted({t for per in summary.get("by_type", {}).values() for t in per})
     if types:
         lines += ["", "Accuracy by FinanceBench question type (n judged in brackets):", "",
@@ -626,8 +675,9 @@ def add_parser(sub) -> None:
     p.add_argument("--systems", default="", help="comma-separated systems (default: "
                    f"{', '.join(DEFAULT_SYSTEMS)}; cbr_meta/cbr_llmctx only when built)")
     p.add_argument("--split", choices=("all", "tune", "test"), default="all",
-                   help="the questions of one half of benchmarks/splits.py: tune (settings and "
-                   "prompts may be chosen on it) or test (held out); default all")
+                   help="the questions of one half of benchmarks/splits.py: tune (every "
+                   "choice is made on it) or test (\"seen\": read while writing rules, so no "
+                   "longer held out); default all")
     p.add_argument("--limit", type=int, default=None, help="the first N questions only")
     p.add_argument("--system-limit", default="", metavar="SYSTEM=N,…",
                    help="run a slow system on a fixed sample of N questions whose filing is "

@@ -68,6 +68,11 @@ class PipelineSettings(BaseModel):
     agentic_max_retries: int = 2  # entity-anchored retries after a failed verification
     verify_chunks: int = 3  # top chunks shown to the agentic verification call
     facts_routes: bool = True  # hdrr answers metric questions from XBRL facts when it holds them
+    # a generated answer whose headline (first) figure is in no passage or fact given is
+    # generated once more with the figures that do trace listed; still unsupported, the answer
+    # says the filing's figures do not support one. A stream then carries the checked answer
+    # whole, not the first draft's pieces
+    verify_figures: bool = False
     # whole-corpus dense search: exact (flat; on the GPU where faiss has GPUs) or approximate
     # for corpora past ~1M chunks (recall@10 against flat: benchmarks.vector_recall); scoped
     # searches are exact either way

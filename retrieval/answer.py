@@ -98,6 +98,9 @@ class Answer:
     # what the facts were asked and do not hold, where the answer then came from the filings'
     # text alone: kept beside the answer, not put in front of it
     facts_note: str | None = None
+    # the figures of a generated answer that match no figure of its context or facts
+    # (retrieval.systems.figures): the model's own arithmetic or a misread; [] when all trace
+    unsupported_figures: list[str] = field(default_factory=list)
 
     @property
     def usage(self) -> dict[str, Any]:
@@ -128,6 +131,7 @@ class Answer:
             "confidence": self.confidence,
             "contradictions": self.contradictions,
             "facts_note": self.facts_note,
+            "unsupported_figures": self.unsupported_figures,
         }
 
     @classmethod
@@ -148,4 +152,5 @@ class Answer:
             context_tokens=d.get("context_tokens"), error=d.get("error"),
             route=d.get("route"), facts=d.get("facts", []), confidence=d.get("confidence"),
             contradictions=d.get("contradictions", []), facts_note=d.get("facts_note"),
+            unsupported_figures=d.get("unsupported_figures", []),
         )

@@ -301,6 +301,9 @@ def print_answer(a: dict) -> None:
                   f"[{c['doc_id']} p.{c['page']}]")
     if a.get("facts_note"):
         print(f"facts:    {a['facts_note']}")
+    if a.get("unsupported_figures"):
+        print(f"unsupported figures (in no passage or fact given): "
+              f"{', '.join(a['unsupported_figures'])}")
     r = a.get("routing")
     if r:
         print(f"routing:  {r['status']} -> {', '.join(r['doc_ids']) or '(whole corpus)'}"
@@ -429,6 +432,8 @@ def cmd_batch(args) -> int:
 
 # parser -------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
+    from retrieval.systems.pipelines import SYSTEMS
+
     parser = argparse.ArgumentParser(
         prog="finrag",
         description="Question answering over SEC filings: ingest filings into a scoped hybrid "
@@ -553,7 +558,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "and energy (with its source).")
     p.add_argument("question")
     p.add_argument("--system", default="hdrr",
-                   choices=("hdrr", "cbr", "sfr", "cbr_meta", "cbr_llmctx", "agentic"))
+                   choices=SYSTEMS)
     p.add_argument("--no-generate", action="store_true",
                    help="stop after retrieval and context assembly (no generator call)")
     p.add_argument("--json", action="store_true", help="print the Answer record as JSON")
@@ -603,7 +608,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="JSONL with \"question\" (and \"id\" or \"financebench_id\")")
     p.add_argument("--out", type=Path, required=True, metavar="ANSWERS.jsonl")
     p.add_argument("--system", default="hdrr",
-                   choices=("hdrr", "cbr", "sfr", "cbr_meta", "cbr_llmctx", "agentic"))
+                   choices=SYSTEMS)
     p.add_argument("--workers", type=int, default=2,
                    help="pipeline actors, each with an equal share of the CPUs (2)")
     p.add_argument("--batch-size", type=int, default=4,

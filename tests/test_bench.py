@@ -156,6 +156,35 @@ def test_judge_passes_against_the_reference_figures_are_counted_and_struck():
     assert s["paired"]["cbr"]["correct"]["mean_diff"] == pytest.approx(-1 / 3)
 
 
+def test_yes_no_answers_by_gold_class_and_scorer_only_accuracy():
+    def yn(qid, system, gold, said, label, source="scorer"):
+        rec = record(qid, system, 10 if label == "correct" else 2, label)
+        rec["answer"]["answer"], rec["gold"] = said, gold
+        rec["verdict"]["source"] = source
+        return rec
+
+    golds = ["Yes, it grew.", "Yes.", "No, it fell.", "No.", "Yes, by 5%."]
+    records = []
+    for i, gold in enumerate(golds):
+        records.append(yn(f"q{i}", "hdrr", gold, "No: it declined.",
+                          "correct" if gold.startswith("No") else "incorrect"))
+        said = gold.split(",")[0].rstrip(".") + ": from the figures."
+        records.append(yn(f"q{i}", "cbr", gold, said if i != 4 else "It grew 5%.",
+                          "correct", "scorer" if i != 4 else "llm"))
+    records.append(yn("q5", "hdrr", "Revenue was $5 million.", "$5 million", "correct"))
+    records.append(yn("q5", "cbr", "Revenue was $5 million.", "$6 million", "incorrect"))
+    s = Q.summarize(records, ["hdrr", "cbr"], "hdrr")
+    h, c = s["systems"]["hdrr"]["yes_no"], s["systems"]["cbr"]["yes_no"]
+    # a constant "No" shows in one column
+    assert h["yes"] == {"n": 3, "says_yes": 0, "says_no": 3, "says_neither": 0, "accuracy": 0.0}
+    assert h["no"] == {"n": 2, "says_yes": 0, "says_no": 2, "says_neither": 0, "accuracy": 1.0}
+    assert c["yes"] == {"n": 3, "says_yes": 2, "says_no": 0, "says_neither": 1, "accuracy": 1.0}
+    # the scorer's verdicts alone: cbr's judged answer is left out of that figure
+    assert s["systems"]["hdrr"]["scorer_correct_ci"]["estimate"] == pytest.approx(3 / 6)
+    assert s["systems"]["cbr"]["scorer_correct_ci"]["n"] == 5
+    assert s["systems"]["cbr"]["scorer_correct_ci"]["estimate"] == pytest.approx(4 / 5)
+
+
 def test_bottleneck_is_the_largest_mean_stage():
     level = {"stage_ms": {s: {"p50": m, "p95": m, "p99": m, "mean": m} for s, m in
                           (("route", 10.0), ("rerank_light", 290.0), ("generate", 700.0))}}

@@ -371,3 +371,69 @@ def test_yes_no_questions_of_other_kinds_get_no_direction():
     assert read_trend(q, (at, at + len("net sales"))) is None
     assert read_trend("Is growth in JnJ's EPS expected to accelerate in FY2023?") is None
     assert read_trend("What drove revenue growth in FY2022?") is None
+
+
+def test_judgements_compare_the_computed_measure_with_a_stated_rule(pipe):
+    from retrieval.facts.trends import rules_of_thumb
+
+    capex = _fy(pipe, "Apple", "capex", 2023) / _fy(pipe, "Apple", "revenue", 2023)
+    a = pipe.answer("Is Apple a capital-intensive business based on FY2023 data?")
+    first = a.answer.splitlines()[0]
+    assert a.route == "hybrid" and first.startswith("Yes: " if capex > 0.10 else "No: "), first
+    assert f"{capex * 100:.1f}% in FY2023" in first and "above 10.0%" in first
+    rule = rules_of_thumb()["judgements"]["capital_intensive"]
+    assert rule["source"] in first and rule["says"] in first
+
+    cash, securities, receivables, liabilities = (
+        _fy(pipe, "NVIDIA", k, 2024) for k in ("cash", "marketable_securities",
+                                               "accounts_receivable", "current_liabilities"))
+    quick = (cash + securities + receivables) / liabilities
+    a = pipe.answer("Does NVIDIA have a reasonably healthy liquidity profile based on its quick "
+                    "ratio for FY2024?")
+    first = a.answer.splitlines()[0]
+    assert first.startswith("Yes: " if quick >= 1 else "No: ") and f"{quick:.2f} in FY2024" in first
+
+    growth = _fy(pipe, "Snowflake", "revenue", 2024) / _fy(pipe, "Snowflake", "revenue", 2023) - 1
+    a = pipe.answer("Are Snowflake's FY2024 financials that of a high growth company?")
+    first = a.answer.splitlines()[0]
+    assert first.startswith("Yes: " if growth > 0.20 else "No: ") and "OECD" in first
+    assert f"{growth * 100:.1f}%" in first
+
+
+def test_every_rule_of_thumb_states_its_rule_and_source():
+    from retrieval.facts.concepts import default_concepts
+    from retrieval.facts.trends import rules_of_thumb
+
+    rules = rules_of_thumb()
+    assert rules["stable"]["source"]
+    concepts = default_concepts()
+    for name, rule in rules["judgements"].items():
+        assert rule["says"] and rule["source"], name
+        re.compile(rule["asks"])
+        for key in rule["metrics"]:
+            base = key.removesuffix("_pct_change")
+            assert key in concepts.metrics or base in concepts.metrics, (name, key)
+            assert rule["yes_when"][key]["op"] in (">=", ">", "<=", "<"), (name, key)
+
+
+def test_a_metric_whose_line_the_company_never_reports_is_said_not_to_apply(pipe):
+    facts = pipe.facts
+    [snow] = [c for c in facts.store.companies() if c.name == "Snowflake"]
+    assert facts._years(snow, facts.concepts["inventory"]) == []  # no inventory line, ever
+    a = pipe.answer("Roughly how many times has Snowflake sold its inventory in FY2024? "
+                    "Calculate inventory turnover ratio for the FY2024; if conventional inventory "
+                    "management is not meaningful for the company then state that and explain why.")
+    years = facts.store.fiscal_years(snow.cik)
+    assert a.answer.startswith(
+        f"Inventory turnover is not a useful metric for Snowflake on its own statements: they "
+        f"report no inventories line in any year the facts hold (FY{years[0]}–FY{years[-1]})")
+    # without the question's "if it is not meaningful" clause nothing is claimed about it
+    b = pipe.answer("Roughly how many times has Snowflake sold its inventory in FY2024?")
+    assert "not a useful metric" not in b.answer
+
+
+def test_a_definition_that_does_not_read_is_said_and_nothing_is_computed(pipe):
+    a = pipe.answer("What is NVIDIA's FY2024 staff productivity? Staff productivity is defined "
+                    "as: FY2024 revenue / FY2024 headcount.")
+    assert a.facts == [] and a.route == "narrative"
+    assert "'headcount' is not a metric of the table" in a.facts_note

@@ -248,3 +248,28 @@ def test_run_summary_report_and_plots(facts_dir, tmp_path):
     assert text.startswith("# SEC facts route") and "Command: `finrag bench facts`" in text
     assert f"## Failed questions ({len(questions) - right})" in text
     assert "## EPS restated after stock splits" in text and "$6.90" in text
+
+
+def test_reasoning_checks_are_computed_from_the_gold_values():
+    assert G.check_value("c / d > a / b", [1.0, 4.0, 1.0, 2.0]) is True
+    assert G.check_value("a / ((b + c) / 2)", [10.0, 90.0, 110.0]) == pytest.approx(0.1)
+    assert G.check_value("-a + 1", [3.0]) == -2.0
+    for bad in ("__import__('os')", "a ** 2", "a if b else c", "f(a)"):
+        with pytest.raises(G.GoldError, match="is not allowed"):
+            G.check_value(bad, [1.0, 2.0, 3.0])
+
+    def graded(check, text, values):
+        q = {"question": "q", "route": "hybrid", "check": check}
+        gold = [_gold(value=v) for v in values]
+        return FQ.score_question(q, gold, {"answer": text, "route": "hybrid", "facts": []})
+
+    up = {"yes_if": "b > a"}
+    assert graded(up, "Yes: revenue increased from …", [1.0, 2.0])["correct"]
+    assert not graded(up, "No: revenue decreased …", [1.0, 2.0])["correct"]
+    assert graded(up, "No: revenue decreased …", [2.0, 1.0])["correct"]
+    words = {"word_if": ["improved", "declined"], "test": "b > a"}
+    assert graded(words, "Current ratio declined from 1.2 to 1.1", [1.2, 1.1])["correct"]
+    assert not graded(words, "Current ratio improved", [1.2, 1.1])["correct"]
+    roa = {"number": "a / ((b + c) / 2)", "decimals": 2}
+    assert graded(roa, "ROA … 0.10", [10.0, 90.0, 110.0])["correct"]
+    assert not graded(roa, "ROA … 0.12", [10.0, 90.0, 110.0])["correct"]

@@ -277,3 +277,44 @@ def test_only_yes_no_questions_are_asked_for_yes_or_no_first():
     ask = lambda q: answer_messages(q, [])[0]["content"]  # noqa: E731
     assert ask("Has Best Buy paid dividends?").endswith(YES_NO_RULE)
     assert YES_NO_RULE not in ask("What is the FY2018 capital expenditure amount for 3M?")
+
+
+def test_figures_are_traced_by_the_scorers_matching_rule():
+    from retrieval.systems.figures import figures_written, unsupported
+
+    context = ["Total revenue (in millions) 1,616 and 1,432; operating margin 34.6%."]
+    answer = ("Revenue was $1.6 billion [ACME_2023_10K p.4], up 12.9% in 2023, across 3 "
+              "segments; margin 34.6%, net income $812 million.")
+    assert [w for w, _ in figures_written(answer)] == ["$1.6 billion", "12.9%", "34.6%",
+                                                       "$812 million"]
+    # 1,616 million written as $1.6 billion traces; a growth rate the passages do not state,
+    # and a figure found nowhere, do not; years, citation tags and a bare count are no figures
+    assert unsupported(answer, context) == ["12.9%", "$812 million"]
+    assert unsupported("No figures here.", context) == []
+
+
+def test_every_generated_answer_carries_its_unsupported_figures(pipe, demo_index):
+    from retrieval.systems.figures import figures_written
+    from retrieval.systems.pipelines import Pipeline
+
+    a = pipe.answer("What was Lumenfield Software's total revenue in fiscal 2023?", "cbr")
+    written = [w for w, _ in figures_written(a.answer)]
+    assert isinstance(a.unsupported_figures, list) and set(a.unsupported_figures) <= set(written)
+    assert a.to_dict()["unsupported_figures"] == a.unsupported_figures
+    # verify_figures: the final answer's headline figure traces, or the answer says the
+    # figures do not support one; a stream carries that answer whole
+    checked = Pipeline.load(demo_index, profile="tiny")
+    try:
+        checked.settings = checked.settings.model_copy(update={"verify_figures": True})
+        for question in ("What was Lumenfield Software's total revenue in fiscal 2023?",
+                         "How much did Harlowfinch spend on research in 2024?"):
+            pieces: list[str] = []
+            b = checked.answer(question, "cbr", on_text=pieces.append)
+            assert "".join(pieces).strip() == b.answer.strip()
+            calls = [c["role"] for c in b.usage["calls"]].count("generator")
+            written = [w for w, _ in figures_written(b.answer)]
+            refused = b.answer.startswith("The filing's figures do not support")
+            assert calls in (1, 2) and (calls == 2 or not refused)
+            assert refused or not written or written[0] not in b.unsupported_figures
+    finally:
+        checked.close()

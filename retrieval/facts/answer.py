@@ -19,6 +19,7 @@ from retrieval.facts.formula import Missing, evaluate
 from retrieval.facts.formula import parse as parse_formula
 from retrieval.facts.model import edgar_url
 from retrieval.facts.store import FactCompany, FactStore, StoredFact
+from retrieval.facts.judgements import judged
 from retrieval.facts.trends import verdict
 from retrieval.facts.units import UnitRequest, in_requested_unit
 
@@ -87,6 +88,7 @@ class FactsResult:
     values: list[FactValue] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # what was asked and is not in the facts
     requested: int = 0
+    verdicts: list[str] = field(default_factory=list)  # the judged lines the text opens with
 
 
 class FactsAnswerer:
@@ -223,6 +225,30 @@ class FactsAnswerer:
             for u in used)
         return v, ""
 
+    def _unsupported_metric(self, company: FactCompany, metric: Metric) -> str | None:
+        """When a metric's inputs include a line the company reports in no year the facts
+        hold ("operating income" of a card issuer), say the statements do not support it."""
+        leaves: list[Metric] = []
+
+        def walk(m: Metric, depth: int = 0) -> None:
+            for k in m.formula_names if depth < _FORMULA_DEPTH else []:
+                inner = self.concepts.metrics.get(k)
+                if inner is None or inner in leaves:
+                    continue
+                if inner.concepts:
+                    leaves.append(inner)
+                else:
+                    walk(inner, depth + 1)
+        walk(metric)
+        absent = [m for m in leaves if not self._years(company, m)]
+        years = self.store.fiscal_years(company.cik)
+        if not absent or not years:
+            return None
+        lines = " or ".join(m.label.lower() for m in absent)
+        return (f"{metric.label} is not a useful metric for {company.name} on its own "
+                f"statements: they report no {lines} line in any year the facts hold "
+                f"(FY{years[0]}–FY{years[-1]}); the measure does not apply to them.")
+
     def _display(self, key: str) -> str | None:
         metric = self.concepts.metrics.get(key)
         return metric.display if metric else None
@@ -303,14 +329,28 @@ class FactsAnswerer:
                         found, series = [_mean(found, metric, self._display(metric.key))], False
                 values += found
                 lines += _describe(company, metric, found, note, series=series, request=q.unit)
+                def shown(v, metric=metric):
+                    return (in_requested_unit(v.value, v.unit, q.unit, metric.display)
+                            or _num(v.value, v.unit, display=metric.display))
+                said = None
+                if q.judgement is not None and found:
+                    last = found[-1]
+                    when = (f"Q{last.fiscal_quarter} FY{last.fiscal_year}"
+                            if last.fiscal_quarter not in (None, 4) else f"FY{last.fiscal_year}")
+                    said = judged(q.judgement, metric, last, shown, when)
+                elif q.judgement is not None:
+                    said = (f"Cannot judge: the facts hold no {metric.label[0].lower()}"
+                            f"{metric.label[1:]} for {company.name} in the period asked; a "
+                            f"measure whose lines the company does not report may not be a "
+                            f"meaningful one for it.")
                 if q.trend is not None and found:
-                    def shown(v, metric=metric):
-                        return (in_requested_unit(v.value, v.unit, q.unit, metric.display)
-                                or _num(v.value, v.unit, display=metric.display))
                     said = verdict(q.trend, metric, found, shown)
-                    if said and len(companies) > 1:
+                if not found and q.asks_relevance:
+                    said = self._unsupported_metric(company, metric) or said
+                if said:
+                    if len(companies) > 1:
                         said = f"{company.name}: {said}"
-                    verdicts += [said] if said else []
+                    verdicts.append(said)
         if len(companies) > 1 and values:
             lines.append(_calendars_line(companies))
             lines += _comparison(values)
@@ -323,7 +363,7 @@ class FactsAnswerer:
         text = "\n".join(lines)
         if missing:
             text += ("\n" if text else "") + _not_in(companies) + "; ".join(missing) + "."
-        return FactsResult(q.route, text.strip(), values, missing, requested)
+        return FactsResult(q.route, text.strip(), values, missing, requested, verdicts)
 
     def _statement(self, q: FactQuery, companies: list[FactCompany]) -> FactsResult:
         name = q.statement or "income"

@@ -17,6 +17,7 @@ from typing import Any
 from retrieval.routing.calendars import read_periods
 from retrieval.facts.concepts import ConceptTable, Metric
 from retrieval.facts.definitions import Defined, DefinitionError, asked_definition
+from retrieval.facts.judgements import JudgementAsk, read_judgement
 from retrieval.facts.trends import TrendAsk, read_trend
 from retrieval.facts.formula import parse as parse_formula
 from retrieval.facts.formula import uses_prior_year
@@ -65,7 +66,10 @@ _EACH = re.compile(r"\beach\s+(?:of\s+the\s+)?(?:\w+\s+){0,3}(?:fiscal\s+)?(?:ye
 # "DPO is defined as: 365 * ...": the definition names the ratio's inputs, not more metrics
 _DEFINITION = re.compile(r"\b(?:is\s+|here\s+)?defined\s+as\b|\bdefine\b", re.I)
 _GROWTH = re.compile(r"\b(?:year[\s-]+(?:over|on)[\s-]+year|yoy)\s+(?:change|growth|increase)|"
-                     r"\bgrowth\s+rate\b|\b(?:change|growth)\s+in\b", re.I)
+                     r"\bgrowth\s+rate\b|\b(?:change|growth)\s+in\b|"
+                     # "what drove operating margin change as of FY2022"
+                     r"\bchanges?\s+(?:as\s+of|in\s+(?:the\s+)?(?:FY|fiscal|20\d\d)|for\s+(?:the\s+)?"
+                     r"(?:FY|fiscal|20\d\d)|from\s+(?:FY|fiscal|20\d\d)|between|over\s+the)", re.I)
 _AVERAGE = re.compile(r"\b(?:\d+|two|three|four|five)[\s-]+years?\s+average\b|"
                       r"\baverage\s+(?:over|across)\b", re.I)
 _AMOUNT = re.compile(r"\b(?:how\s+much|how\s+many|amount|total|spen[dt]|paid|pay|earn\w*|"
@@ -89,6 +93,10 @@ class FactQuery:
     definition: str | None = None
     definition_error: str | None = None
     trend: TrendAsk | None = None  # asks a direction, a sign or stability: judged from the values
+    judgement: JudgementAsk | None = None  # an analyst's judgement by a rule of thumb
+    # "If operating margin is not a useful metric for a company like this, state that": a
+    # metric whose lines the company never reports is said to be one its statements do not support
+    asks_relevance: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"route": self.route, "metrics": [m.key for m in self.metrics],
@@ -97,7 +105,8 @@ class FactQuery:
                 "dates": [d.day.isoformat() for d in self.dates],
                 "last_n": list(self.last_n) if self.last_n else None, "reason": self.reason,
                 "definition": self.definition, "definition_error": self.definition_error,
-                "trend": self.trend.kind if self.trend else None}
+                "trend": self.trend.kind if self.trend else None,
+                "judgement": self.judgement.rule if self.judgement else None}
 
 
 def classify(question: str, concepts: ConceptTable) -> FactQuery:
@@ -144,6 +153,14 @@ def classify(question: str, concepts: ConceptTable) -> FactQuery:
                   found.dates, last_n, unit=read_request(full),
                   average=bool(_AVERAGE.search(question)),
                   definition=defined.text if defined else None, definition_error=definition_error)
+    q.asks_relevance = bool(_RELEVANCE.search(full))
+    q.judgement = read_judgement(question, [m.key for m in metrics])
+    if q.judgement is not None:  # its measure answers, with the figures explained
+        key = q.judgement.metric_key
+        q.metrics = [concepts[key] if key in concepts.metrics
+                     else growth_of(concepts[key.removesuffix("_pct_change")], concepts)]
+        q.route, q.reason = "hybrid", f"a judgement by a rule of thumb ({q.judgement.rule})"
+        return q
     if len(metrics) == 1 and mentions:
         q.trend = read_trend(question, (mentions[0].start, mentions[0].end))
     if defined is not None and defined.year and not found.periods and not found.calendar_years:
@@ -172,6 +189,8 @@ def classify(question: str, concepts: ConceptTable) -> FactQuery:
     return q
 
 
+_RELEVANCE = re.compile(r"\bif\b[^?.]{0,80}?\bnot\s+(?:a\s+|an\s+)?(?:useful|relevant|meaningful|"
+                        r"something\s+that)", re.I)
 _COMPUTE = re.compile(r"\b(?:calculate|compute)\s+(?:the\s+|its\s+)?(?:[\w&'’]+\s+){0,2}$", re.I)
 _MARGIN_AFTER = re.compile(r"\s*(?:\([^)]{0,60}\)\s*)?%?\s*margin\b", re.I)
 

@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 from retrieval.answer import FACTS_DOC_ID, Answer
 
-ROUTED_SYSTEMS = ("hdrr", "sfr")
+ROUTED_SYSTEMS = ("hdrr", "sfr", "hdrr_text")
 
 
 @dataclass

@@ -28,11 +28,14 @@ from retrieval.answer import FACTS_DOC_ID, Answer, Citation, LLMCall, Routing
 from retrieval.systems.context import (NOT_FOUND, Block, answer_messages, build_blocks, cite,
                                        fair_shares, mark_pages, states_nothing,
                                        truncate_to_tokens)
+from retrieval.systems.figures import figures_written, unsupported
 from retrieval.store.index import Hit, Index
 from retrieval.systems.components import (FactsSource, LLMEngine, QueryEmbedder, QuestionRouter,
                                           Reranker, SearchIndex)
 
-SYSTEMS = ("hdrr", "cbr", "sfr", "cbr_meta", "cbr_llmctx", "agentic")
+# hdrr_text: HDRR with the facts route off (routing, scoped search and generation only), the
+# ablation row that shows what the facts route adds
+SYSTEMS = ("hdrr", "cbr", "sfr", "cbr_meta", "cbr_llmctx", "agentic", "hdrr_text")
 VARIANT_OF = {"cbr_meta": "meta", "cbr_llmctx": "llmctx"}
 MAX_QUESTION_CHARS = 2000
 MAX_ROUTED_DOCUMENTS = 8  # filings one question may be answered from
@@ -325,7 +328,7 @@ class Pipeline:
         return routing
 
     def _route(self, run: _Run) -> Routing:
-        expand = run.answer.system == "hdrr" and self.settings.query_expansion
+        expand = run.answer.system in ("hdrr", "hdrr_text") and self.settings.query_expansion
         routing = self.route(run.answer.query, expand)
         run.answer.routing = routing
         run.answer.calls.extend(routing.usage)
@@ -507,10 +510,12 @@ class Pipeline:
         params = SamplingParams(max_tokens=self.settings.answer_tokens)
         if on_text is not None and len(runs) == 1:
             # one answer streamed: what no generator call streams (an answer from the facts,
-            # "not found", a map step's finding) is sent whole, so the stream is the answer
+            # "not found", a map step's finding) is sent whole, so the stream is the answer;
+            # with verify_figures the checked answer is sent whole, never a draft's pieces
             sent: list[str] = []
             stream = _streamed(on_text, sent)
-            self._generate_runs(runs, engine, params, stream)
+            self._generate_runs(runs, engine, params,
+                                None if self.settings.verify_figures else stream)
             if not sent and runs[0][0].answer.answer:
                 stream(runs[0][0].answer.answer)
         else:
@@ -522,16 +527,30 @@ class Pipeline:
         for run, blocks, readings in runs:
             if run.done:
                 continue
-            if not blocks:
-                run.answer.answer = NOT_FOUND
+            if not blocks:  # no passage: what the facts judged, else "not found"
+                run.answer.answer = run.preface or NOT_FOUND
+                run.preface = ""
             elif run.parts and len(blocks) > 1:
                 with self.meter.measure() as m, run.stage("generate"):
                     self._generate_parts(run, engine, params, blocks, on_text)
                 readings.append((m.reading, 1))
             else:
                 batch.append((run, blocks, readings))
-        if not batch:
-            return
+        if batch:
+            self._generate_batch(batch, engine, params, on_text)
+        for run, blocks, _ in runs:
+            if not run.done and blocks:  # every figure written traced to what it was given
+                run.answer.unsupported_figures = unsupported(
+                    run.answer.answer, [b.text for b in blocks] + [run.preface])
+        if batch and self.settings.verify_figures:
+            self._verify_figures(batch, engine, params)
+        for run, _, _ in runs:
+            if run.preface and not run.done:
+                run.answer.answer = f"{run.preface}\n{run.answer.answer}"
+
+    def _generate_batch(self, batch: list[tuple[_Run, list[Block], list]], engine, params,
+                        on_text: Callable[[str], None] | None) -> None:
+        """One engine call over the batch's prompts; a lone prompt streams to ``on_text``."""
         prompts = [answer_messages(run.answer.query, blocks) for run, blocks, _ in batch]
         with self.meter.measure() as m:
             if on_text is not None and len(prompts) == 1:
@@ -554,9 +573,47 @@ class Pipeline:
             run.call("generator", engine.model_id, completion)
             run.answer.answer = completion.text.strip()
             run.answer.citations = cite(run.answer.answer, blocks)
-        for run, _, _ in runs:
-            if run.preface and not run.done:
-                run.answer.answer = f"{run.preface}\n{run.answer.answer}"
+
+    def _verify_figures(self, batch: list[tuple[_Run, list[Block], list]], engine,
+                        params) -> None:
+        """``verify_figures``: an answer whose headline (first) figure traces to nothing it was
+        given is generated once more, told so and given the figures that do trace; still
+        unsupported, it says the filing's figures do not support one."""
+        again = []
+        for run, blocks, readings in batch:
+            written = [text for text, _ in figures_written(run.answer.answer)]
+            if written and written[0] in run.answer.unsupported_figures:
+                supported = [w for w in written if w not in run.answer.unsupported_figures]
+                again.append((run, blocks, readings, written[0], supported))
+        if not again:
+            return
+        prompts = []
+        for run, blocks, _, head, supported in again:
+            messages = answer_messages(run.answer.query, blocks)
+            messages[-1]["content"] += (
+                f"\n(A first answer stated {head}, which is in none of the passages. Quote only "
+                f"figures the passages state"
+                + (f"; these of its figures are there: {', '.join(supported)}" if supported
+                   else "") + ".)")
+            prompts.append(messages)
+        with self.meter.measure() as m:
+            completions = engine.generate(prompts, params)
+        tokens = [c.prompt_tokens + c.completion_tokens for c in completions]
+        for (run, blocks, readings, head, _), completion, n in zip(again, completions, tokens):
+            run.add_time("generate", m.reading.seconds * 1000)
+            readings.append((completion.energy, 1) if completion.energy is not None else
+                            (m.reading, n / sum(tokens) if len(again) > 1 and sum(tokens) else 1))
+            run.call("generator", engine.model_id, completion)
+            text = completion.text.strip()
+            sources = [b.text for b in blocks] + [run.preface]
+            left = unsupported(text, sources)
+            written = [w for w, _ in figures_written(text)]
+            if written and written[0] in left:
+                text = (f"The filing's figures do not support an answer with a figure here: "
+                        f"{written[0]} is in none of the passages or facts given.")
+            run.answer.answer = text
+            run.answer.unsupported_figures = left
+            run.answer.citations = cite(text, blocks)
 
     def _generate_parts(self, run: _Run, engine, params, blocks: list[Block],
                         on_text: Callable[[str], None] | None = None) -> None:
@@ -617,6 +674,9 @@ class Pipeline:
             self._check_facts(run, facts, blocks)
             blocks = [facts, *blocks]
         return blocks
+
+    def _hdrr_text(self, run: _Run) -> list[Block]:
+        return self._hdrr_documents(run, self._route(run))
 
     def _hdrr_documents(self, run: _Run, routing: Routing) -> list[Block]:
         expansion = self._expansion(run, routing)
@@ -709,6 +769,9 @@ class Pipeline:
             query = apply_llm(query, *self._llm_route(run, routing), facts.concepts)
         route = "narrative" if query.route == "undecided" else query.route
         run.answer.route = route
+        if query.definition_error and not query.metrics:  # said, never guessed around
+            run.answer.facts_note = (f"The question's own definition does not read "
+                                     f"({query.definition_error}); nothing was computed from it.")
         if routing.extracted is not None:
             routing.extracted["facts"] = query.to_dict() | {
                 "companies_with_facts": [c.key for c in companies]}
@@ -737,11 +800,13 @@ class Pipeline:
         if route == "hybrid":
             if not result.values:
                 run.answer.facts_note = result.text
+                if result.verdicts:  # "not a useful metric here", judged from the facts
+                    run.preface = "\n".join(result.verdicts)
                 return None
             # the figures are stated from the facts, whatever the generator then writes
             run.preface = result.text
-            text = ("Reported figures (use these for the numbers; the passages that follow "
-                    "explain them):\n" + result.text)
+            text = ("Exact figures computed from the filings (quote them as given, do not "
+                    "recompute them; the passages that follow explain them):\n" + result.text)
             return Block(FACTS_DOC_ID, 1, 1, text, self.count_tokens(text), None)
         if result.values or not routing.routed:
             run.answer.answer = result.text or "The facts hold no answer to this question."
