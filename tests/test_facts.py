@@ -196,6 +196,11 @@ def test_routes_from_rules():
     }
     assert {q: classify(q, c).route for q in cases} == cases
     assert classify("Apple net income over the last three years", c).last_n == (3, "years")
+    # "X change as of FY" is one year's change; "how did X change from A to B" is a series
+    [m] = classify("What drove operating margin change as of FY2022 for 3M?", c).metrics
+    assert m.key == "operating_margin_change" and m.formula == "change(operating_margin)"
+    q = classify("How did Alphabet's capital expenditures change from 2021 to 2024?", c)
+    assert q.route == "timeseries" and [m.key for m in q.metrics] == ["capex"]
 
 
 def test_the_concept_table_is_extendable(tmp_path):

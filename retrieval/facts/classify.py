@@ -68,8 +68,9 @@ _DEFINITION = re.compile(r"\b(?:is\s+|here\s+)?defined\s+as\b|\bdefine\b", re.I)
 _GROWTH = re.compile(r"\b(?:year[\s-]+(?:over|on)[\s-]+year|yoy)\s+(?:change|growth|increase)|"
                      r"\bgrowth\s+rate\b|\b(?:change|growth)\s+in\b|"
                      # "what drove operating margin change as of FY2022"
+                     # ("how did capex change from 2021 to 2024" is a series, not one change)
                      r"\bchanges?\s+(?:as\s+of|in\s+(?:the\s+)?(?:FY|fiscal|20\d\d)|for\s+(?:the\s+)?"
-                     r"(?:FY|fiscal|20\d\d)|from\s+(?:FY|fiscal|20\d\d)|between|over\s+the)", re.I)
+                     r"(?:FY|fiscal|20\d\d))", re.I)
 _AVERAGE = re.compile(r"\b(?:\d+|two|three|four|five)[\s-]+years?\s+average\b|"
                       r"\baverage\s+(?:over|across)\b", re.I)
 _AMOUNT = re.compile(r"\b(?:how\s+much|how\s+many|amount|total|spen[dt]|paid|pay|earn\w*|"
