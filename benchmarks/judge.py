@@ -449,6 +449,7 @@ def judge_config(engine, *, answer_tokens: int = DEFAULT_ANSWER_TOKENS,
 
     params = params or SamplingParams(max_tokens=160, temperature=0.0)
     return {"model_id": getattr(engine, "model_id", type(engine).__name__),
+            "engine": type(engine).__name__,  # the same weights read otherwise judge otherwise
             "rubric_sha256": hashlib.sha256(JUDGE_SYSTEM.encode()).hexdigest()[:16],
             "code_sha256": hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16],
             "answer_tokens": answer_tokens, "max_tokens": params.max_tokens,

@@ -621,36 +621,41 @@ def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> s
     return "\n".join(lines)
 
 
-def _calibration(profile: str, judge_model: str) -> dict | None:
-    """The held-out agreement of this judge with people, from ``finrag bench
-    judge-calibration`` (only when it calibrated the same judge model and scorer version)."""
-    path = R.RESULTS / f"judge_calibration_{profile}" / "results.json"
-    if not path.is_file():
-        return None
+def _calibration(profile: str, judge_model: str | None, engine: str | None = None) -> dict | None:
+    """The held-out agreement of this judge with people, from a ``finrag bench
+    judge-calibration`` report (``judge_calibration_<profile>`` first, then any other) that
+    calibrated the same judge model on the same engine with the same scorer version."""
     import json
 
     from benchmarks.calibration import kappa_band
     from benchmarks.scorer import VERSION
 
-    data = json.loads(path.read_text())
-    if judge_model is None:  # --scorer-only: the scorer's own agreement on what it decides
-        res = data.get("scorer") or {}
-        if not res or data.get("scorer_version") != VERSION:
-            return None
-        who = "the scorer, on the answers it decides,"
-    else:
-        res = (data.get("results") or {}).get(profile)
-        judge = (data.get("judges") or {}).get(profile) or {}
-        if not res or judge.get("model_id") != judge_model or judge.get("scorer") != VERSION:
-            return None  # calibrated another judge or scorer
-        who = "scorer + judge"
-    part = res.get("llm_part") or {}
-    llm = ({"n": part["n"], "accuracy": part["accuracy"], "kappa": part["kappa"],
-            "band": kappa_band(part["kappa"])} if judge_model is not None and part.get("n")
-           else None)
-    return {"n": res["n"], "accuracy": res["accuracy"], "kappa": res["kappa"] or 0.0,
-            "band": kappa_band(res["kappa"]), "split": data.get("split"), "who": who,
-            "llm": llm, "report": str(path.parent.relative_to(R.REPO) / "report.md")}
+    own = R.RESULTS / f"judge_calibration_{profile}" / "results.json"
+    others = sorted(p for p in R.RESULTS.glob("judge_calibration_*/results.json") if p != own)
+    for path in [own, *others]:
+        if not path.is_file():
+            continue
+        data = json.loads(path.read_text())
+        if judge_model is None:  # --scorer-only: the scorer's own agreement on what it decides
+            res = data.get("scorer") or {}
+            if not res or data.get("scorer_version") != VERSION:
+                continue
+            who = "the scorer, on the answers it decides,"
+        else:
+            res = (data.get("results") or {}).get(profile)
+            judge = (data.get("judges") or {}).get(profile) or {}
+            if (not res or judge.get("model_id") != judge_model or judge.get("scorer") != VERSION
+                    or judge.get("engine") != engine):
+                continue  # calibrated another judge, engine or scorer
+            who = "scorer + judge"
+        part = res.get("llm_part") or {}
+        llm = ({"n": part["n"], "accuracy": part["accuracy"], "kappa": part["kappa"],
+                "band": kappa_band(part["kappa"])} if judge_model is not None and part.get("n")
+               else None)
+        return {"n": res["n"], "accuracy": res["accuracy"], "kappa": res["kappa"] or 0.0,
+                "band": kappa_band(res["kappa"]), "split": data.get("split"), "who": who,
+                "llm": llm, "report": str(path.parent.relative_to(R.REPO) / "report.md")}
+    return None
 
 
 def _limits(text: str) -> dict[str, int]:
@@ -743,7 +748,8 @@ def main(args) -> int:
                 "planned": {s: len(sample_ids(questions, limits[s])) if s in limits
                             else len(questions) for s in systems},
                 "judge_profile": judge_profile, "energy_source": pipe.meter.source,
-                "calibration": _calibration(judge_profile, jconf["model_id"])}
+                "calibration": _calibration(judge_profile, jconf["model_id"],
+                                            jconf.get("engine"))}
         meta["config_hash"] = R.config_hash({"systems": {s: system_config(pipe, s)
                                                          for s in systems},
                                              "judge": jconf, "questions": [q.id for q in questions],

@@ -74,6 +74,15 @@ def router_call(engine_name: str, path: Path, model_id: str, attempts: int):
         engine = VLLMEngine(str(path), model_id=model_id, dtype="float32", max_model_len=2048,
                             seed=0, json_attempts=attempts)
         return lambda messages, params: engine.generate_json([messages], RouterOutput, params)[0]
+    if engine_name.startswith("llamacpp"):
+        from models.llamacpp_engine import LlamaCppEngine
+
+        # the packaged GGUF itself, 4-bit (the other engines read its float32 conversion)
+        engine = LlamaCppEngine(path, model_id=model_id, context_tokens=2048,
+                                json_backend="outlines" if engine_name.endswith("outlines")
+                                else "grammar")
+        return lambda messages, params: engine.generate_json([messages], RouterOutput, params,
+                                                             attempts=attempts)[0]
     from models.transformers_engine import TransformersEngine
 
     engine = TransformersEngine(path, model_id=model_id)
@@ -116,9 +125,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="route over this index (resolver + router LLM) instead of scoring the "
                         "LLM's extraction alone")
     p.add_argument("--probes", type=Path, default=REPO / "tests" / "data" / "routing_probes.jsonl")
-    p.add_argument("--engine", choices=["transformers", "vllm"], default="transformers",
-                   help="JSON constrained by Outlines (transformers) or by vLLM's structured "
-                        "outputs (run with the vLLM venv's python)")
+    p.add_argument("--engine", choices=list(ENGINE_LABELS), default="transformers",
+                   help="JSON constrained by Outlines (transformers), by vLLM's structured "
+                        "outputs (run with the vLLM venv's python), by llama.cpp's grammar "
+                        "(llamacpp) or by Outlines on llama.cpp (llamacpp-outlines)")
     p.add_argument("--attempts", type=int, default=3,
                    help="decodes per question: the first greedy, retries sampled (1 = greedy only)")
     p.add_argument("--compare", type=Path, nargs=2, default=None, metavar="DIR",
@@ -133,7 +143,8 @@ def main(argv: list[str] | None = None) -> int:
             p.error("--compare needs --out (the folder of the side-by-side report)")
         write_comparison(args.compare, args.out, _command(argv))
         return 0
-    default_dir = f"router_{args.profile}" + ("" if args.engine == "transformers" else "_vllm")
+    default_dir = f"router_{args.profile}" + ("" if args.engine == "transformers"
+                                              else f"_{args.engine.replace('-', '_')}")
     out = args.out or REPO / "benchmarks" / "results" / default_dir
     out.mkdir(parents=True, exist_ok=True)
     routes_path = out / "routes.jsonl"
@@ -152,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     params = SamplingParams(max_tokens=args.max_tokens)
     todo = [q for q in questions if q["financebench_id"] not in done]
     if todo:  # a finished run only rewrites its report: no model is loaded
+        # llama.cpp reads the GGUF file; transformers and vLLM its float32 conversion
+        profile = profile.model_copy(update={
+            "engine": "llamacpp" if args.engine.startswith("llamacpp") else "transformers"})
         weights = resolve_role(profile, "router", prepare=True, progress=True)
         call = router_call(args.engine, weights.path, profile.role("router").model,
                            args.attempts)
@@ -240,7 +254,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 ENGINE_LABELS = {"transformers": "transformers, Outlines JSON-schema constraint",
-                 "vllm": "vLLM structured outputs, xgrammar JSON-schema constraint"}
+                 "vllm": "vLLM structured outputs, xgrammar JSON-schema constraint",
+                 "llamacpp": "llama.cpp on the 4-bit GGUF, its JSON-schema grammar",
+                 "llamacpp-outlines": "llama.cpp on the 4-bit GGUF, Outlines JSON-schema "
+                                      "constraint"}
 
 
 def _command(argv) -> str:

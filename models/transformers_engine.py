@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from models.llm import Completion, SamplingParams, StructuredOutputError, T
+from models.llm import Completion, SamplingParams, T, generate_json_with_retries
 
 _BATCH = 8  # prompts per forward batch: bounds padding waste and memory on CPU
 
@@ -111,8 +111,26 @@ class TransformersEngine:
         return Pieces(self.tokenizer, skip_prompt=True, skip_special_tokens=True)
 
     def _generate(self, texts: list[str], params: SamplingParams, processor=None, streamer=None):
+        """Completions of ``texts`` as one batch: (text, prompt tokens, completion tokens,
+        finish reason, seconds to the first token or None for a batch of several)."""
         import torch
         from transformers import LogitsProcessorList
+        from transformers.generation.streamers import BaseStreamer
+
+        class FirstToken(BaseStreamer):  # the time of the first token; streams on if asked
+            def __init__(self):
+                self.puts, self.at, self.t0 = 0, None, time.perf_counter()
+
+            def put(self, value):
+                self.puts += 1  # the first put is the prompt itself
+                if self.puts == 2:
+                    self.at = time.perf_counter() - self.t0
+                if streamer is not None:
+                    streamer.put(value)
+
+            def end(self):
+                if streamer is not None:
+                    streamer.end()
 
         enc = self.tokenizer(texts, return_tensors="pt", padding=True,
                              add_special_tokens=False).to(self.device)
@@ -132,8 +150,9 @@ class TransformersEngine:
         if processor is not None:
             processor.reset()
             kwargs["logits_processor"] = LogitsProcessorList([processor])
-        if streamer is not None:
-            kwargs["streamer"] = streamer
+        timer = FirstToken() if len(texts) == 1 else None  # streaming takes one sequence
+        if timer is not None:
+            kwargs["streamer"] = timer
         with torch.inference_mode():
             out = self.model.generate(**enc, **kwargs)
         new = out[:, enc["input_ids"].shape[1]:]
@@ -153,7 +172,8 @@ class TransformersEngine:
                 cut = text.find(s)
                 if cut >= 0:
                     text, finished = text[:cut], True
-            results.append((text, prompt_len, len(ids), "stop" if finished else "length"))
+            results.append((text, prompt_len, len(ids), "stop" if finished else "length",
+                            timer.at if timer is not None else None))
         return results
 
     def generate(self, prompts: list[str | list[dict]], params: SamplingParams | None = None,
@@ -170,8 +190,8 @@ class TransformersEngine:
                                   self._streamer(on_text))
             # one forward batch serves all its prompts: each carries the batch's wall time
             latency = time.perf_counter() - t0
-            for i, (text, p, c, reason) in zip(batch, rows):
-                completions[i] = Completion(text, p, c, latency, reason)
+            for i, (text, p, c, reason, first) in zip(batch, rows):
+                completions[i] = Completion(text, p, c, latency, reason, first_token_s=first)
         return completions  # type: ignore[return-value]
 
     def _batches(self, texts: list[str]) -> list[list[int]]:
@@ -211,36 +231,9 @@ class TransformersEngine:
     def generate_json(self, prompts: list[str | list[dict]], schema: type[T],
                       params: SamplingParams | None = None, *, attempts: int = 3
                       ) -> list[tuple[T, Completion]]:
-        """Each prompt's completion parsed into ``schema``. The grammar keeps the text inside
-        the schema's syntax; what it cannot enforce is checked by pydantic. A failed prompt is
-        retried (bounded): with twice the token budget if it was cut off, else sampled
-        (temperature >= 0.7, a fresh seed), since a greedy retry would repeat itself."""
-        params = params or SamplingParams(max_tokens=256)
+        """Each prompt's completion parsed into ``schema``, one prompt at a time (the Outlines
+        processor's state is per sequence batch); retries as ``generate_json_with_retries``."""
         processor = self._json_processor(schema)
-        results: list[tuple[T, Completion] | None] = [None] * len(prompts)
-        pending = list(range(len(prompts)))
-        run = SamplingParams(**{**params.__dict__, "stop": []})
-        failed: dict[int, Completion] = {}
-        for attempt in range(max(1, attempts)):
-            still, truncated = [], False
-            for i in pending:  # one at a time: the processor's state is per sequence batch
-                comp = self.generate([prompts[i]], run, _processor=processor)[0]
-                try:
-                    results[i] = (schema.model_validate_json(comp.text), comp)
-                except ValidationError:
-                    still.append(i)
-                    failed[i] = comp
-                    truncated |= comp.finish_reason == "length"
-            pending = still
-            if not pending or attempt == attempts - 1:
-                break
-            run = SamplingParams(**{**run.__dict__,
-                                    "max_tokens": run.max_tokens * (2 if truncated else 1),
-                                    "temperature": max(run.temperature, 0.7),
-                                    "seed": (params.seed or 0) + attempt + 1})
-        if pending:
-            raise StructuredOutputError(
-                f"{len(pending)} prompt(s) gave no {schema.__name__} valid JSON after "
-                f"{attempts} attempt(s) (last budget {run.max_tokens} tokens)",
-                {i: failed[i] for i in pending})
-        return results  # type: ignore[return-value]
+        return generate_json_with_retries(
+            lambda prompt, run: self.generate([prompt], run, _processor=processor)[0],
+            prompts, schema, params, attempts=attempts)

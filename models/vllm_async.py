@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from models.energy import combined
 from models.llm import Completion, SamplingParams, StructuredOutputError, T
-from models.vllm_engine import RETRY_TEMPERATURE, VLLMPrompts, engine_defaults
+from models.vllm_engine import RETRY_TEMPERATURE, VLLMPrompts, engine_defaults, json_constraint
 
 _ids = itertools.count()
 
@@ -138,10 +138,8 @@ class AsyncVLLMEngine(VLLMPrompts):
         import asyncio
         from dataclasses import replace
 
-        from vllm.sampling_params import StructuredOutputsParams
-
         params = params or SamplingParams()
-        constraint = StructuredOutputsParams(json=schema.model_json_schema())
+        constraint = json_constraint(schema)
 
         async def one(prompt) -> tuple[BaseModel, Completion]:
             waited, error, spent = 0.0, "", []

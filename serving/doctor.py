@@ -1,5 +1,6 @@
 """`finrag doctor`: what this machine can run — CUDA devices and their free memory, whether
-NVML energy counters are readable, faiss's GPUs, the vLLM version, and for each profile whether
+NVML energy counters are readable, faiss's GPUs, the vLLM and llama.cpp builds, and for each
+profile whether
 its weights are here and its roles can run; the exit status says whether the chosen profile can.
 
 Nothing is downloaded and no model is loaded: weights are looked up where finrag would load
@@ -23,6 +24,7 @@ class Machine:
     nvml: dict = field(default_factory=dict)  # {readable, devices | reason}
     faiss: dict = field(default_factory=dict)  # {version, gpus}
     vllm: dict = field(default_factory=dict)  # {version | None, where}
+    llamacpp: dict = field(default_factory=dict)  # {version | None, where}
     flag_embedding: bool = False
 
 
@@ -74,6 +76,12 @@ def inspect_machine() -> Machine:
     m.vllm = {"version": version, "where": "this environment" if version else (
         f"not here; {venv} (make vllm-venv) runs the CPU build" if os.path.exists(venv)
         else "not installed (pip install '.[gpu]' on a GPU host; make vllm-venv for CPU)")}
+    from models.llamacpp_engine import LlamaCppUnavailable, import_llama_cpp
+
+    try:
+        m.llamacpp = {"version": import_llama_cpp().__version__, "where": "this environment"}
+    except LlamaCppUnavailable as e:
+        m.llamacpp = {"version": None, "where": str(e)}
     m.flag_embedding = importlib.util.find_spec("FlagEmbedding") is not None
     return m
 
@@ -120,6 +128,8 @@ def check_profile(profile, machine: Machine) -> dict:
     if profile.engine == "vllm" and not machine.vllm.get("version"):
         problems.append("the profile's engine is vLLM, which is not installed here: "
                         + machine.vllm["where"])
+    if profile.engine == "llamacpp" and not machine.llamacpp.get("version"):
+        problems.append("the profile's engine is llama.cpp: " + machine.llamacpp["where"])
     try:
         memory_shares(profile, cuda_devices=len(machine.cuda))
     except DeviceError as e:
@@ -152,11 +162,14 @@ def run(args) -> int:
     print(f"faiss     {f.get('version') or 'not installed'}, {f.get('gpus', 0)} GPU(s)"
           + ("" if f.get("gpus") else ": vectors are searched on the CPU"))
     print(f"vllm      {machine.vllm['version'] or '-'} ({machine.vllm['where']})")
+    llama = machine.llamacpp
+    where = llama["where"] if llama["version"] else "not built: the llamacpp engine is unavailable"
+    print(f"llama.cpp {llama['version'] or '-'} ({where})")
     print("\nprofiles")
     for name, p in profiles.items():
         mark = "*" if name == chosen else " "
         have = sum(r["weights"] for r in p["roles"])
-        print(f" {mark}{name:10} {p['engine']:12} weights {have}/{len(p['roles'])}  "
+        print(f" {mark}{name:16} {p['engine']:12} weights {have}/{len(p['roles'])}  "
               f"{'runs here' if p['runs'] else 'cannot run here'}")
         if name == chosen or args.verbose:
             for r in p["roles"]:

@@ -45,7 +45,7 @@ def main(work: Path, index: Path) -> dict:
 
     # another embedder than the index's: refused, naming both (before any LLM loads)
     try:
-        Pipeline.load(index, profile="cpu").close()
+        Pipeline.load(index, profile="cpu-transformers").close()
         check("embedder_mismatch_refused", False, "the cpu profile's MiniLM opened the index")
     except EmbedderMismatchError as exc:
         check("embedder_mismatch_names_both", "all-MiniLM-L6-v2" in str(exc)

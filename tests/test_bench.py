@@ -464,3 +464,32 @@ def test_log_axis_ticks_are_plain_numbers_that_do_not_collide(xs, labels):
     assert shown == labels
     assert {t.get_text() for t in ax.xaxis.get_minorticklabels()} <= {""}
     plt.close(fig)
+
+
+def test_calibration_is_the_one_of_the_same_judge_on_the_same_engine(tmp_path, monkeypatch):
+    import json
+
+    from benchmarks import quality
+    from benchmarks import report as R
+    from benchmarks.scorer import VERSION
+
+    def calibration(folder: str, engine: str, accuracy: float) -> None:
+        path = tmp_path / folder
+        path.mkdir()
+        result = {"n": 100, "accuracy": accuracy, "kappa": 0.6, "llm_part": {}}
+        path.joinpath("results.json").write_text(json.dumps({
+            "split": "test", "scorer": {}, "scorer_version": VERSION,
+            "judges": {"big": {"model_id": "judge/1.5B", "engine": engine, "scorer": VERSION}},
+            "results": {"big": result}}))
+
+    monkeypatch.setattr(R, "RESULTS", tmp_path)
+    monkeypatch.setattr(R, "REPO", tmp_path.parent)
+    calibration("judge_calibration_big", "TransformersEngine", 0.81)
+    calibration("judge_calibration_big_llamacpp", "LlamaCppEngine", 0.77)
+    on_llama = quality._calibration("big", "judge/1.5B", "LlamaCppEngine")
+    on_torch = quality._calibration("big", "judge/1.5B", "TransformersEngine")
+    assert on_llama["accuracy"] == 0.77 and "big_llamacpp" in on_llama["report"]
+    assert on_torch["accuracy"] == 0.81 and on_torch["report"].endswith(
+        "judge_calibration_big/report.md")
+    assert quality._calibration("big", "judge/1.5B", "VLLMEngine") is None
+    assert quality._calibration("big", "judge/other", "LlamaCppEngine") is None

@@ -51,3 +51,19 @@ profiles:
     assert "router: device 'cuda:7' asked for" in res.stdout
     ok = doctor("--profile", "tiny", "--config", str(config))
     assert ok.returncode == 0 and "profile tiny can run on this machine" in ok.stdout
+
+
+def test_doctor_reports_the_llamacpp_build_and_refuses_without_it(tmp_path):
+    from models.profiles import load_config
+    from serving.doctor import check_profile, inspect_machine
+
+    machine = inspect_machine()
+    assert set(machine.llamacpp) == {"version", "where"}
+    cpu = load_config(env={}).active("cpu")
+    assert cpu.engine == "llamacpp"
+    machine.llamacpp = {"version": None, "where": "importing it failed: no module"}
+    report = check_profile(cpu, machine)
+    assert not report["runs"]
+    assert any("llama.cpp" in p and "importing it failed" in p for p in report["problems"])
+    transformers = check_profile(load_config(env={}).active("cpu-transformers"), machine)
+    assert not any("llama.cpp" in p for p in transformers["problems"])

@@ -74,3 +74,25 @@ def test_batches_group_like_lengths_and_hold_at_most_one_long_prompt(engine):
     assert sizes == [1, 2, 2, 8]  # ten short ones: 8 + 2; three long ones: at most 2 at once
     assert sorted(i for b in batches for i in b) == list(range(13))
     assert all(all(i >= 10 for i in b) or all(i < 10 for i in b) for b in batches)
+
+
+def test_generation_schema_requires_every_field_nested_too():
+    from models.llm import generation_schema
+
+    class Inner(BaseModel):
+        name: str = ""
+        value: float = 0.0
+
+    class Outer(BaseModel):
+        label: str
+        inner: Inner = Inner()
+        items: list[Inner] = []
+
+    loose = RouterOutput.model_json_schema()
+    assert "route" not in loose.get("required", []) and "metric" not in loose.get("required", [])
+    strict = generation_schema(RouterOutput)
+    assert strict["required"] == list(loose["properties"])  # every field, pydantic's order
+    nested = generation_schema(Outer)
+    assert nested["required"] == ["label", "inner", "items"]
+    assert nested["$defs"]["Inner"]["required"] == ["name", "value"]
+    assert "required" not in Outer.model_json_schema()["$defs"]["Inner"]  # schema untouched

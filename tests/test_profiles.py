@@ -22,6 +22,18 @@ def test_packaged_profiles_load_with_every_role():
     assert not config.active("cpu").allow_hub and not config.active("tiny").allow_hub
 
 
+def test_cpu_runs_llamacpp_and_cpu_transformers_is_the_same_profile_on_transformers():
+    config = load_config(env={})
+    cpu, torch_cpu = config.active("cpu"), config.active("cpu-transformers")
+    assert (cpu.engine, torch_cpu.engine) == ("llamacpp", "transformers")
+    assert config.active("cpu-large").engine == "llamacpp"
+    assert cpu.roles == torch_cpu.roles
+    assert cpu.cascade == torch_cpu.cascade and cpu.pipeline == torch_cpu.pipeline
+    # llama.cpp reads the packaged GGUF itself: resolving it prepares nothing
+    w = resolve_role(cpu, "generator")
+    assert w.verified and w.path.endswith(".gguf")
+
+
 def test_env_and_file_overrides(tmp_path):
     config = load_config(env={"FINRAG_PROFILE": "tiny", "FINRAG_ROUTER_MODEL": str(tmp_path)})
     assert config.profile == "tiny"

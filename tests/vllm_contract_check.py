@@ -95,6 +95,10 @@ def main(work_dir: Path) -> dict:
     for i, (obj, c) in enumerate(results):
         check(f"json_type[{i}]", isinstance(obj, Extraction), type(obj))
         check(f"json_text_valid[{i}]", Extraction.model_validate_json(c.text) == obj, c.text)
+        # every field, in the schema's order, one space after ':' and ',' (models.vllm_engine
+        # json_constraint): the way the router's few-shot answers write JSON
+        check(f"json_every_field_spaced[{i}]",
+              c.text.startswith('{"tickers": [') and '], "years": [' in c.text, c.text)
         check(f"json_prompt_tokens[{i}]",
               c.prompt_tokens == expected_prompt_tokens(json_prompts[i]))
 

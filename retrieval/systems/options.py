@@ -20,7 +20,8 @@ def add_index_option(parser: argparse.ArgumentParser) -> None:
 
 def add_profile_options(parser: argparse.ArgumentParser, what: str = "model profile") -> None:
     parser.add_argument("--profile", default=None,
-                        help=f"{what}: tiny, cpu (default), cpu-large, gpu")
+                        help=f"{what}: tiny, cpu (default; llama.cpp), cpu-large, "
+                             "cpu-transformers, gpu, or one of --config")
     parser.add_argument("--config", type=Path, default=None, metavar="FILE",
                         help="a YAML that extends models/profiles.yaml ($FINRAG_CONFIG)")
 
