@@ -23,7 +23,7 @@ from typing import Callable
 from pydantic import BaseModel
 
 from models.llm import (Completion, SamplingParams, T, generate_json_with_retries,
-                        generation_schema)
+                        generation_schema, schema_nodes)
 
 
 class LlamaCppUnavailable(RuntimeError):
@@ -70,19 +70,10 @@ def json_schema_order(schema: dict) -> list[str]:
     schema-to-grammar converter otherwise sorts properties by name, and the order a model
     writes fields in (reasons before verdicts, say) changes what it writes."""
     names: list[str] = []
-
-    def walk(node):
-        if isinstance(node, dict):
-            for name in node.get("properties", {}):
-                if name not in names:
-                    names.append(name)
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(schema)
+    for node in schema_nodes(schema):
+        properties = node.get("properties")
+        if isinstance(properties, dict):
+            names += [name for name in properties if name not in names]
     return names
 
 

@@ -76,19 +76,21 @@ def generation_schema(schema: type[BaseModel]) -> dict:
     fields it is least sure of, the very ones worth asking for. Validation still uses
     ``schema`` itself."""
     spec = schema.model_json_schema()
-
-    def walk(node):
-        if isinstance(node, dict):
-            if isinstance(node.get("properties"), dict):
-                node["required"] = list(node["properties"])
-            for value in node.values():
-                walk(value)
-        elif isinstance(node, list):
-            for value in node:
-                walk(value)
-
-    walk(spec)
+    for node in schema_nodes(spec):
+        if isinstance(node.get("properties"), dict):
+            node["required"] = list(node["properties"])
     return spec
+
+
+def schema_nodes(node):
+    """Every object (dict) of a JSON schema, depth first, nested definitions included."""
+    if isinstance(node, dict):
+        yield node
+        for value in list(node.values()):
+            yield from schema_nodes(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from schema_nodes(value)
 
 
 def generate_json_with_retries(generate_one: Callable[[str | list[dict], SamplingParams], Completion],
