@@ -51,8 +51,9 @@ def _report(results: dict, command: str) -> str:
     lines = [f"# Batch scoring throughput ({results['profile']})", "", "```", command, "```", "",
              f"{results['questions']} questions, system `{results['system']}`, generation "
              f"{'on' if results['generate'] else 'off'}, index `{results['index']}`, "
-             f"{results['cores']} CPU cores. Both runs use the same `Pipeline` settings, one "
-             "after the other on the same machine.", "",
+             f"{results['cores']} CPU cores. The runs of profile `{results['profile']}` use the "
+             "same `Pipeline` settings; every run went one after the other on the same "
+             "machine.", "",
              "| run | answered | errors | wall s | questions/min | LLM calls | prompt tokens | "
              "completion tokens | energy |", "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in results["runs"]:
@@ -62,10 +63,17 @@ def _report(results: dict, command: str) -> str:
                      f"{r['prompt_tokens']} | {r['completion_tokens']} | {joules} "
                      f"({r['energy']['source']}) |")
     lines += ["", f"**Speed-up of the Ray Data run over the sequential loop: "
-              f"{results['speedup']:.2f}×** (questions per second, same questions).", "",
-              f"Answers that differ between the two runs: {results['differing_answers']} of "
-              f"{results['questions']} (batched generation pads prompts to a common length, which "
-              "can change a greedy decode's floating-point path).", "",
+              f"{results['speedup']:.2f}×** (questions per second, same questions).", ""]
+    if results.get("speedup_vs_baseline"):
+        up = results["speedup_vs_baseline"]
+        lines += [f"**Against the baseline profile `{results['baseline_profile']}`** (its "
+                  f"sequential loop, same questions, same run): the sequential loop of "
+                  f"`{results['profile']}` {up['sequential']:.2f}×, its Ray Data run "
+                  f"{up['ray']:.2f}×.", ""]
+    lines += [f"Answers that differ between the sequential and the Ray run: "
+              f"{results['differing_answers']} of {results['questions']} (batched generation "
+              "pads prompts to a common length, which can change a greedy decode's "
+              "floating-point path).", "",
               "Resume: " + results["resume"], "", "![throughput](throughput.png)", "",
               "On this CPU the figures are only meaningful relative to each other; energy is "
               "`unavailable` where neither NVML nor RAPL can be read."]
@@ -78,19 +86,34 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--index", type=Path, required=True)
     p.add_argument("--profile", default="cpu")
+    p.add_argument("--config", type=Path, default=None, metavar="FILE",
+                   help="a YAML that extends models/profiles.yaml (profiles of its own)")
     p.add_argument("--questions", type=Path, default=SHARED_QUESTIONS)
     p.add_argument("--system", default="hdrr")
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--no-generate", action="store_true")
+    p.add_argument("--baseline-profile", default=None, metavar="PROFILE",
+                   help="first, a sequential loop on this profile (e.g. cpu-transformers, the "
+                   "engine before): the before of a before/after, in the same run")
     p.add_argument("--name", default=None)
+    p.add_argument("--out", type=Path, default=None, help="results folder (overrides --name)")
     args = p.parse_args(argv)
-    out = REPO / "benchmarks" / "results" / (args.name or f"batch_{args.profile}")
-    out.mkdir(parents=True, exist_ok=True)
+    if args.config is not None:  # the Ray actors' working folder is not this one
+        args.config = args.config.resolve()
+    out = R.results_dir(args.name or f"batch_{args.profile}", args.out)
     common = dict(index=args.index, system=args.system, generate=not args.no_generate,
-                  limit=args.limit, pipeline_kwargs=dict(profile=args.profile))
+                  limit=args.limit, pipeline_kwargs=dict(profile=args.profile,
+                                                              config=args.config))
     runs = []
+    baseline = None
+    if args.baseline_profile:
+        baseline = run_batch(args.questions, out / "baseline.jsonl", sequential=True,
+                             **(common | {"pipeline_kwargs": dict(profile=args.baseline_profile,
+                                                                  config=args.config)}))
+        runs.append(baseline | {"label": f"sequential loop, profile {args.baseline_profile} "
+                                         "(baseline)"})
     seq = run_batch(args.questions, out / "sequential.jsonl", sequential=True, **common)
     runs.append(seq | {"label": "sequential loop"})
     ray_run = run_batch(args.questions, out / "ray.jsonl", workers=args.workers,
@@ -110,13 +133,17 @@ def main(argv: list[str] | None = None) -> int:
     resume = (f"a second `finrag batch` over the same output answered {again['answered']} and "
               f"skipped {again['already_done']} already there; the file holds {len(b)} distinct "
               f"ids in {len((out / 'ray.jsonl').read_text().splitlines())} lines.")
-    if seq["already_done"] or ray_run["already_done"]:
+    if any(r["already_done"] for r in (seq, ray_run, baseline or seq)):
         resume += " (This run resumed earlier partial runs: the throughput covers only the " \
                   "questions answered in it.)"
     results = {"questions": n, "system": args.system, "profile": args.profile,
                "generate": not args.no_generate, "index": str(args.index),
                "cores": os.cpu_count(), "runs": runs,
                "speedup": (ray_run["questions_per_s"] or 0) / (seq["questions_per_s"] or 1),
+               "baseline_profile": args.baseline_profile,
+               "speedup_vs_baseline": None if baseline is None else {
+                   label: (r["questions_per_s"] or 0) / (baseline["questions_per_s"] or 1)
+                   for label, r in (("sequential", seq), ("ray", ray_run))},
                "differing_answers": sum(a.get(k) != b.get(k) for k in a), "resume": resume}
     for run in runs:  # where the answers went, said relative to the repository
         run["out"] = R.shown_path(run["out"])

@@ -162,8 +162,8 @@ class LlamaCppEngine:
     # scoring ------------------------------------------------------------------------
     def next_token_logprobs(self, prompts: list[str | list[dict]], token_ids: list[int], *,
                             batch_size: int = 1) -> list[list[float]]:
-        """Per prompt, the log-probability of each of ``token_ids`` as the next token; the
-        prompt is read (its cached prefix reused), nothing generated."""
+        """Per prompt, the log-probability of each of ``token_ids`` as the next token; each
+        prompt is read whole from a cleared context (no prefix reuse), nothing generated."""
         import numpy as np
 
         out = []
@@ -195,6 +195,7 @@ class LlamaCppEngine:
         max_tokens = min(params.max_tokens, self.llm.n_ctx() - len(ids))
         hold = max((len(s) for s in params.stop), default=1) - 1  # a stop string may be forming
         out: list[int] = []
+        raw = bytearray()  # the answer's bytes: a multi-byte character may span two tokens
         text, shown, finish, first = "", 0, "length", None
         with self._lock:
             t0 = time.perf_counter()
@@ -217,8 +218,8 @@ class LlamaCppEngine:
                     finish = "stop"
                     break
                 out.append(token)
-                # the whole text again: a multi-byte character may span two tokens
-                text = self.llm.detokenize(out, prev_tokens=ids).decode("utf-8", "ignore")
+                raw += self.llm.detokenize([token], special=False)
+                text = raw.decode("utf-8", "ignore")  # an unfinished character waits
                 cut = min((i for i in (text.find(s) for s in params.stop) if i >= 0), default=-1)
                 if cut >= 0:
                     text, finish = text[:cut], "stop"

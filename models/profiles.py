@@ -134,6 +134,20 @@ def _merge(base: dict, extra: dict) -> dict:
     return out
 
 
+def _extended(profiles: dict, name: str, seen: tuple[str, ...] = ()) -> dict:
+    """A profile with ``extends: BASE`` is BASE's settings with its own merged over them."""
+    prof = dict(profiles[name])
+    base = prof.pop("extends", None)
+    if base is None:
+        return prof
+    if base not in profiles:
+        raise ValueError(f"profile {name!r} extends unknown profile {base!r}; known: "
+                         f"{', '.join(profiles)}")
+    if base in seen or base == name:
+        raise ValueError(f"profiles extend each other in a loop: {' -> '.join((*seen, name, base))}")
+    return _merge(_extended(profiles, base, (*seen, name)), prof)
+
+
 def load_config(path: str | Path | None = None, env: dict[str, str] | None = None) -> ModelsConfig:
     """Packaged profiles, then a user YAML ($FINRAG_CONFIG or ``path``), then env overrides."""
     env = os.environ if env is None else env
@@ -144,6 +158,7 @@ def load_config(path: str | Path | None = None, env: dict[str, str] | None = Non
         data = _merge(data, extra.get("models", extra))
     if env.get("FINRAG_PROFILE"):
         data["profile"] = env["FINRAG_PROFILE"]
+    data["profiles"] = {name: _extended(data["profiles"], name) for name in data["profiles"]}
     for name, prof in data["profiles"].items():
         prof["name"] = name
         if env.get("FINRAG_ALLOW_HUB") is not None:

@@ -120,3 +120,28 @@ def test_answer_many_batches_generation(demo_index, demo_corpus):
         assert "split by token share" in a.energy["scope"] and a.energy["joules"] > 0
     # one engine batch served both: each answer carries that batch's wall time
     assert answers[0].timings_ms["generate"] == answers[1].timings_ms["generate"]
+
+
+def test_batch_benchmark_runs_a_baseline_profile_first_in_the_same_run(demo_index, demo_corpus,
+                                                                        tmp_path):
+    from benchmarks import batch_throughput
+
+    out = tmp_path / "bench"
+    assert batch_throughput.main(["--index", str(demo_index), "--profile", "tiny",
+                                  "--baseline-profile", "tiny", "--questions",
+                                  str(demo_corpus.questions_path), "--limit", "2",
+                                  "--workers", "1", "--batch-size", "2", "--no-generate",
+                                  "--out", str(out)]) == 0
+    res = json.loads((out / "results.json").read_text())
+    assert [r["label"].split(",")[0] for r in res["runs"]] == [
+        "sequential loop", "sequential loop", "Ray Data"]
+    assert "baseline" in res["runs"][0]["label"]
+    assert [r["answered"] for r in res["runs"]] == [2, 2, 2]
+    assert set(res["speedup_vs_baseline"]) == {"sequential", "ray"}
+    base = res["runs"][0]["questions_per_s"]
+    assert res["speedup_vs_baseline"]["sequential"] == pytest.approx(
+        res["runs"][1]["questions_per_s"] / base)
+    assert sorted(_ids(out / "baseline.jsonl")) == ["demo-01", "demo-02"]
+    report = (out / "report.md").read_text()
+    assert "**Against the baseline profile `tiny`**" in report
+    assert (out / "throughput.png").stat().st_size > 5000

@@ -493,3 +493,46 @@ def test_calibration_is_the_one_of_the_same_judge_on_the_same_engine(tmp_path, m
         "judge_calibration_big/report.md")
     assert quality._calibration("big", "judge/1.5B", "VLLMEngine") is None
     assert quality._calibration("big", "judge/other", "LlamaCppEngine") is None
+
+
+def _quality_run(folder, profile, labels, judge=None, latencies=(1.0, 2.0, 3.0)):
+    folder.mkdir(parents=True)
+    rows = [{"id": f"q{i}", "system": "hdrr", "question_type": "metrics" if i < 2 else "novel",
+             "label": label, "llm_calls": 1 if i else 0, "prompt_tokens": 1000 * (i + 1),
+             "context_tokens": 900 * (i + 1)} for i, label in enumerate(labels)]
+    rows.append({**rows[0], "system": "cbr", "label": "correct"})
+    (folder / "per_question.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    p50 = sorted(latencies)[len(latencies) // 2]
+    (folder / "results.json").write_text(json.dumps({
+        "profile": profile, "split": "tune", "command": f"finrag bench quality --profile {profile}",
+        "judge": judge or {"model_id": "judge-model", "engine": "LlamaCppEngine"},
+        "systems": {"hdrr": {"latency_s": {"p50": p50, "p95": max(latencies)}}}}))
+    return folder
+
+
+def test_quality_compare_pairs_questions_and_refuses_unlike_runs(tmp_path):
+    from benchmarks import quality_compare as QC
+
+    a = _quality_run(tmp_path / "a", "cpu", ["correct", "incorrect", "correct"])
+    b = _quality_run(tmp_path / "b", "cpu-large", ["correct", "correct", "refusal"],
+                     latencies=(2.0, 4.0, 6.0))
+    assert QC.main([str(a), str(b), "--system", "hdrr", "--out", str(tmp_path / "out")]) == 0
+    res = json.loads((tmp_path / "out" / "results.json").read_text())
+    first, second = res["runs"]
+    assert first["accuracy"]["estimate"] == pytest.approx(2 / 3)
+    assert second["paired_vs_first"]["mean_diff"] == pytest.approx(0.0)
+    assert second["paired_vs_first"]["n"] == 3 and second["changed_vs_first"] == ["q1", "q2"]
+    assert first["generated"] == 2 and first["prompt_tokens_generated"] == pytest.approx(2500)
+    assert second["by_type"] == {"metrics": 1.0, "novel": 0.0}
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "| `cpu-large` | 66.7% [" in text and "+0.0 pp [" in text
+    assert "| 4.00 | 6.00 |" in text and (tmp_path / "out" / "accuracy_latency.png").is_file()
+    other_questions = _quality_run(tmp_path / "c", "cpu-x", ["correct", "correct"])
+    with pytest.raises(ValueError, match="answered other questions"):
+        QC.compare([QC.load_run(a, "hdrr"), QC.load_run(other_questions, "hdrr")])
+    other_judge = _quality_run(tmp_path / "d", "cpu-y", ["correct"] * 3,
+                               judge={"model_id": "another", "engine": "LlamaCppEngine"})
+    with pytest.raises(ValueError, match="judged otherwise"):
+        QC.compare([QC.load_run(a, "hdrr"), QC.load_run(other_judge, "hdrr")])
+    with pytest.raises(ValueError, match="no answers of system 'sfr'"):
+        QC.load_run(a, "sfr")

@@ -50,6 +50,27 @@ def test_env_and_file_overrides(tmp_path):
         load_config(env={"FINRAG_PROFILE": "huge"}).active()
 
 
+def test_a_profile_extends_another_and_overrides_only_what_it_names(tmp_path):
+    user = tmp_path / "finrag.yaml"
+    user.write_text("profiles:\n  cpu-short:\n    extends: cpu\n    pipeline:\n"
+                    "      context_tokens: 1500\n    roles:\n      generator:\n"
+                    "        model: Qwen/Qwen2.5-Coder-1.5B-Instruct\n")
+    config = load_config(user, env={})
+    cpu, short = config.active("cpu"), config.active("cpu-short")
+    assert short.name == "cpu-short" and short.engine == cpu.engine
+    assert (short.pipeline.context_tokens, cpu.pipeline.context_tokens) == (1500, 2000)
+    assert short.pipeline.answer_tokens == cpu.pipeline.answer_tokens
+    assert short.cascade == cpu.cascade
+    assert short.role("generator").model.endswith("1.5B-Instruct")
+    assert short.role("generator").kind == "llm" and short.role("router") == cpu.role("router")
+    user.write_text("profiles:\n  a:\n    extends: b\n  b:\n    extends: a\n")
+    with pytest.raises(ValueError, match="loop"):
+        load_config(user, env={})
+    user.write_text("profiles:\n  a:\n    extends: nowhere\n")
+    with pytest.raises(ValueError, match="unknown profile 'nowhere'"):
+        load_config(user, env={})
+
+
 def test_hub_ids_only_where_the_profile_allows_them():
     config = load_config(env={"FINRAG_GENERATOR_MODEL": "some-org/some-model"})
     with pytest.raises(WeightsError, match="does not allow the model hub"):
