@@ -49,7 +49,10 @@ def _plot(results: dict, out: Path) -> None:
 
 def _report(results: dict, command: str) -> str:
     lines = [f"# Batch scoring throughput ({results['profile']})", "", "```", command, "```", "",
-             f"{results['questions']} questions, system `{results['system']}`, generation "
+             f"{results['questions']} questions"
+             + ("" if results.get("split", "all") == "all" else
+                f" (the {results['split']} half of `benchmarks/splits.py`)")
+             + f", system `{results['system']}`, generation "
              f"{'on' if results['generate'] else 'off'}, index `{results['index']}`, "
              f"{results['cores']} CPU cores. The runs of profile `{results['profile']}` use the "
              "same `Pipeline` settings; every run went one after the other on the same "
@@ -80,6 +83,20 @@ def _report(results: dict, command: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def split_questions(path: Path, split: str, out: Path) -> Path:
+    """The question lines of one split, written to ``out/questions_<split>.jsonl``."""
+    from benchmarks.splits import select
+
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
+               if line.strip()]
+    chosen = select(records, split, records)
+    if not chosen:
+        raise ValueError(f"no {split} questions in {path} (FinanceBench records are split)")
+    target = out / f"questions_{split}.jsonl"
+    target.write_text("".join(json.dumps(r) + "\n" for r in chosen), encoding="utf-8")
+    return target
+
+
 def main(argv: list[str] | None = None) -> int:
     from serving.batch import read_questions, run_batch
 
@@ -90,6 +107,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="a YAML that extends models/profiles.yaml (profiles of its own)")
     p.add_argument("--questions", type=Path, default=SHARED_QUESTIONS)
     p.add_argument("--system", default="hdrr")
+    p.add_argument("--split", choices=("all", "tune", "test"), default="all",
+                   help="FinanceBench questions of one half of benchmarks/splits.py (default all)")
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--batch-size", type=int, default=8)
@@ -103,6 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.config is not None:  # the Ray actors' working folder is not this one
         args.config = args.config.resolve()
     out = R.results_dir(args.name or f"batch_{args.profile}", args.out)
+    if args.split != "all":
+        args.questions = split_questions(args.questions, args.split, out)
     common = dict(index=args.index, system=args.system, generate=not args.no_generate,
                   limit=args.limit, pipeline_kwargs=dict(profile=args.profile,
                                                               config=args.config))
@@ -136,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     if any(r["already_done"] for r in (seq, ray_run, baseline or seq)):
         resume += " (This run resumed earlier partial runs: the throughput covers only the " \
                   "questions answered in it.)"
-    results = {"questions": n, "system": args.system, "profile": args.profile,
+    results = {"questions": n, "split": args.split, "system": args.system, "profile": args.profile,
                "generate": not args.no_generate, "index": str(args.index),
                "cores": os.cpu_count(), "runs": runs,
                "speedup": (ray_run["questions_per_s"] or 0) / (seq["questions_per_s"] or 1),

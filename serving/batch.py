@@ -5,10 +5,12 @@ equal share of the CPUs and answering a batch of questions with ``Pipeline.answe
 retrieval per question, then one generator call for the batch (the engine batches prompts of
 about the same length). A pool of whole pipelines rather than one per model stage: every stage
 of a question would otherwise ship its candidates between processes, and on CPU no stage is
-idle long enough for a stage pool to fill it. What pays on CPU is several single-threaded
-pipelines side by side (torch's intra-op threads scale poorly on these small matrices:
-measured on 8 dev questions, two one-thread actors answered ~4.9 s/question after start-up
-against ~11 s for one two-thread loop); on a GPU, batching the generator. ``sequential=True``
+idle long enough for a stage pool to fill it. On the transformers engine several
+single-threaded pipelines side by side paid (torch's intra-op threads scale poorly on these
+small matrices: on 8 dev questions, two one-thread actors answered ~4.9 s/question after
+start-up against ~11 s for one two-thread loop); llama.cpp uses both threads of a two-core
+machine itself, and two one-thread actors answered 0.98x as fast as one loop
+(benchmarks/results/batch_cpu_llamacpp_test). On a GPU, batching the generator pays. ``sequential=True``
 is the plain in-process loop (the baseline, and the way to run without Ray).
 
 Resumable: an id already in the output is skipped; each line is written whole and flushed

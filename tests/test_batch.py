@@ -145,3 +145,26 @@ def test_batch_benchmark_runs_a_baseline_profile_first_in_the_same_run(demo_inde
     report = (out / "report.md").read_text()
     assert "**Against the baseline profile `tiny`**" in report
     assert (out / "throughput.png").stat().st_size > 5000
+
+
+def test_batch_benchmark_takes_one_half_of_the_financebench_questions(tmp_path):
+    from benchmarks.batch_throughput import split_questions
+    from benchmarks.splits import split_ids
+
+    records = [{"financebench_id": f"fb-{i}", "question": f"q{i}?", "question_type": t,
+                "pdf_present": True} for i, t in enumerate(["a", "a", "b", "b", "b"])]
+    path = tmp_path / "q.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    halves = {}
+    for half in ("tune", "test"):
+        written = split_questions(path, half, tmp_path)
+        assert written.name == f"questions_{half}.jsonl"
+        halves[half] = [json.loads(line)["financebench_id"]
+                        for line in written.read_text().splitlines()]
+        assert set(halves[half]) == split_ids(records)[half]
+    assert sorted(halves["tune"] + halves["test"]) == sorted(r["financebench_id"] for r in records)
+    assert halves["tune"] and halves["test"]
+    path.write_text(json.dumps(records[0]) + "\n")  # one question: it falls on one side
+    empty = "test" if split_ids(records[:1])["tune"] else "tune"
+    with pytest.raises(ValueError, match=f"no {empty} questions"):
+        split_questions(path, empty, tmp_path)
