@@ -74,8 +74,8 @@ def _report(results: dict, command: str) -> str:
                   f"`{results['profile']}` {up['sequential']:.2f}×, its Ray Data run "
                   f"{up['ray']:.2f}×.", ""]
     lines += [f"Answers that differ between the sequential and the Ray run: "
-              f"{results['differing_answers']} of {results['questions']} (batched generation "
-              "pads prompts to a common length, which can change a greedy decode's "
+              f"{results['differing_answers']} of {results['questions']} (another thread count, "
+              "or prompts batched and padded to a common length, can change a greedy decode's "
               "floating-point path).", "",
               "Resume: " + results["resume"], "", "![throughput](throughput.png)", "",
               "On this CPU the figures are only meaningful relative to each other; energy is "
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     resume = (f"a second `finrag batch` over the same output answered {again['answered']} and "
               f"skipped {again['already_done']} already there; the file holds {len(b)} distinct "
               f"ids in {len((out / 'ray.jsonl').read_text().splitlines())} lines.")
-    if any(r["already_done"] for r in (seq, ray_run, baseline or seq)):
+    if any(r["already_done"] for r in (seq, ray_run, *([baseline] if baseline else []))):
         resume += " (This run resumed earlier partial runs: the throughput covers only the " \
                   "questions answered in it.)"
     results = {"questions": n, "split": args.split, "system": args.system, "profile": args.profile,
