@@ -40,7 +40,7 @@ def facts_answers(index: Path, questions: list[dict[str, Any]]) -> list[dict[str
     from retrieval.facts.classify import classify
     from retrieval.facts.concepts import default_concepts
     from retrieval.facts.store import FactStore
-    from retrieval.routing.router import CompanyDictionary, extract_mentions
+    from retrieval.routing.mentions import CompanyDictionary, extract_mentions
 
     catalog = Catalog(index / "catalog.sqlite", readonly=True)
     try:

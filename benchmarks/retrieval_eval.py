@@ -136,7 +136,8 @@ def facts_answered(rows: list[dict], systems: list[str]) -> dict[str, dict[str, 
 
 def main(argv: list[str] | None = None) -> int:
     from retrieval.systems.evaluation import evaluate_retrieval, load_questions
-    from retrieval.systems.pipelines import SYSTEMS, Pipeline, variant_dir
+    from retrieval.systems.pipelines import Pipeline
+    from retrieval.systems.recipes import SYSTEMS, variant_dir
 
     p = argparse.ArgumentParser(prog="python -m benchmarks.retrieval_eval", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)

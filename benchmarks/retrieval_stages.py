@@ -138,7 +138,7 @@ class CachedScores:
 
 def configure(pipe, base_profile, config: dict) -> None:
     """Point ``pipe`` at the base profile with ``config``'s settings (components shared)."""
-    from models.rerankers import Cascade
+    from retrieval.systems.cascade import Cascade
 
     profile = base_profile.model_copy(update={
         "pipeline": base_profile.pipeline.model_copy(update=config["pipeline"]),

@@ -41,6 +41,8 @@ import shlex
 import sys
 from pathlib import Path
 
+from benchmarks.router_json_report import ENGINE_LABELS, write_comparison
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
@@ -65,7 +67,7 @@ def company_matches(extracted: list[str], tickers: list[str], gold: str, table) 
 def router_call(engine_name: str, path: Path, model_id: str, attempts: int):
     """``call(messages, params) -> (RouterOutput, Completion)`` on the chosen engine, with at
     most ``attempts`` decodes per question (the first one greedy)."""
-    from models.router_schema import RouterOutput
+    from retrieval.routing.schema import RouterOutput
 
     if engine_name == "vllm":
         from models.vllm_engine import VLLMEngine
@@ -110,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     from models.energy import select_meter
     from models.llm import SamplingParams, StructuredOutputError
     from models.profiles import load_config, resolve_role
-    from models.router_schema import router_messages
+    from retrieval.routing.schema import router_messages
     from retrieval.routing.companies import CompanyTable
     from retrieval.ingest.metadata import parse_filename
 
@@ -137,8 +139,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.index is not None:
         return routing_main(args, argv)
     if args.compare is not None:
-        from benchmarks.router_json_report import write_comparison
-
         if args.out is None:
             p.error("--compare needs --out (the folder of the side-by-side report)")
         write_comparison(args.compare, args.out, _command(argv))
@@ -253,12 +253,6 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-ENGINE_LABELS = {"transformers": "transformers, Outlines JSON-schema constraint",
-                 "vllm": "vLLM structured outputs, xgrammar JSON-schema constraint",
-                 "llamacpp": "llama.cpp on the 4-bit GGUF, its JSON-schema grammar",
-                 "llamacpp-outlines": "llama.cpp on the 4-bit GGUF, Outlines JSON-schema "
-                                      "constraint"}
-
 
 def _command(argv) -> str:
     return "python -m benchmarks.router_eval " + " ".join(
@@ -274,8 +268,9 @@ def routing_main(args, argv) -> int:
     from models.profiles import load_config, load_llm
     from retrieval.ingest.metadata import parse_filename
     from retrieval.routing.companies import CompanyTable
-    from retrieval.routing.router import (Router, evaluate_routing, format_routing_report,
-                                          make_content_scorer, routing_summary)
+    from retrieval.routing.evaluation import (evaluate_routing, format_routing_report,
+                                              routing_summary)
+    from retrieval.routing.router import Router, make_content_scorer
     from retrieval.store.index import Index
 
     out = args.out or REPO / "benchmarks" / "results" / f"routing_{args.profile}"

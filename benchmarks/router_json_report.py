@@ -14,6 +14,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from benchmarks.report import REPO
+
+# how each engine constrains the router's JSON, as the reports name it
+ENGINE_LABELS = {"transformers": "transformers, Outlines JSON-schema constraint",
+                 "vllm": "vLLM structured outputs, xgrammar JSON-schema constraint",
+                 "llamacpp": "llama.cpp on the 4-bit GGUF, its JSON-schema grammar",
+                 "llamacpp-outlines": "llama.cpp on the 4-bit GGUF, Outlines JSON-schema "
+                                      "constraint"}
+
 FAILURES = ["truncated", "parse error", "schema violation", "refused"]
 # how the constraints treat whitespace and optional fields, which changes what the model writes
 WHITESPACE = (
@@ -129,8 +138,6 @@ def _rel(path: Path, base: Path) -> str:
 
 
 def _report(results: dict, names: list[str], folders: list[Path], out: Path) -> str:
-    from benchmarks.router_eval import ENGINE_LABELS, REPO
-
     stats, cross = results["engines"], results["cross"]
     n = cross["questions"]
     lines = [
@@ -139,7 +146,7 @@ def _report(results: dict, names: list[str], folders: list[Path], out: Path) -> 
         f"Model: {results['model']}, the same weights on both engines ("
         + ("the packaged 4-bit GGUF itself on llama.cpp, its float32 conversion on the others"
            if any(n.startswith("llamacpp") for n in names) else "one float32 folder")
-        + "), the same chat prompt (`models/router_schema.py`, `router_messages`), the same schema "
+        + "), the same chat prompt (`retrieval/routing/schema.py`, `router_messages`), the same schema "
         f"(`RouterOutput`), greedy decoding, {results['attempts'][0]} / {results['attempts'][1]} "
         "attempt(s) a question (1 = the greedy decode alone, no sampled retry).", "",
         "Runs (rows per engine, resumable):", "",

@@ -5,13 +5,19 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
 from models.weights import MINILM_L6_V2, PackagedModel, resolve_packaged
 
 
-class SentenceTransformerEmbedder:
+class QueryEmbedder(Protocol):
+    def encode(self, texts: list[str]) -> np.ndarray:
+        ...
+
+
+class SentenceTransformerEmbedder(QueryEmbedder):
     """A sentence-transformers model loaded from a verified local folder (no hub access)."""
 
     def __init__(
@@ -67,7 +73,7 @@ class M3Vectors:
     colbert: list[np.ndarray]  # per text: (n_tokens - 1, colbert_dim) float32 unit rows ([CLS] left out)
 
 
-class BGEM3Embedder:
+class BGEM3Embedder(QueryEmbedder):
     """BAAI/bge-m3 through FlagEmbedding's ``BGEM3FlagModel`` (the gpu profile's embedder).
 
     ``encode`` gives dense vectors like ``SentenceTransformerEmbedder``; ``encode_all`` also

@@ -22,7 +22,7 @@ from typing import Callable
 
 from pydantic import BaseModel
 
-from models.llm import (Completion, SamplingParams, T, generate_json_with_retries,
+from models.llm import (Completion, LLMEngine, SamplingParams, T, generate_json_with_retries,
                         generation_schema, schema_nodes)
 
 
@@ -95,7 +95,7 @@ class _Raising:
             return logits
 
 
-class LlamaCppEngine:
+class LlamaCppEngine(LLMEngine):
     def __init__(self, path: str | Path, *, model_id: str | None = None, threads: int | None = None,
                  max_input_tokens: int = 8192, context_tokens: int | None = None,
                  flash_attn: bool = True, batch_tokens: int = 512,

@@ -54,7 +54,7 @@ class CascadeSettings(BaseModel):
 
 
 class PipelineSettings(BaseModel):
-    """Retrieval and generation budgets of the systems (DESIGN.md §5 defaults)."""
+    """Retrieval and generation budgets of the systems (docs/design.md §5)."""
 
     model_config = ConfigDict(extra="forbid")
     fts_k: int = 20  # BM25 candidates
@@ -91,7 +91,7 @@ class PipelineSettings(BaseModel):
     light_rerank: bool = True  # False: the retrievers' fused order is the final ranking
     # HyDE: HDRR's dense side also embeds a hypothetical filing passage the router LLM writes
     # (in the routing call when one is made, else one call of its own) and its full-text side
-    # adds the call's keywords (models.router_schema.QueryExpansion)
+    # adds the call's keywords (retrieval.routing.schema.QueryExpansion)
     query_expansion: bool = False
     # question+passage: by the stage rule on tune (hit@5, then hit@10, then MRR) the passage
     # alone lost hit@10 (benchmarks/results/retrieval_stages_cpu_hyde, a partial run)
@@ -361,12 +361,3 @@ def load_reranker(profile: Profile, role: str, *, embedder=None, engine=None):
         return rerankers.CrossEncoderReranker(resolve_role(profile, role).path, model_id=spec.model,
                                               device=device, use_fp16=device.startswith("cuda"))
     raise ValueError(f"role {role!r} is a {spec.kind}, not a reranker")
-
-
-def load_cascade(profile: Profile, **shared):
-    """The profile's two-stage cascade with its configured cut-offs."""
-    from models.rerankers import Cascade
-
-    light = load_reranker(profile, "light_reranker", **shared)
-    large = load_reranker(profile, "large_reranker", **shared)
-    return Cascade(light, large, **profile.cascade.model_dump())

@@ -15,12 +15,12 @@ from typing import Callable
 
 from pydantic import BaseModel
 
-from models.llm import Completion, SamplingParams, T, generate_json_with_retries
+from models.llm import Completion, LLMEngine, SamplingParams, T, generate_json_with_retries
 
 _BATCH = 8  # prompts per forward batch: bounds padding waste and memory on CPU
 
 
-class TransformersEngine:
+class TransformersEngine(LLMEngine):
     def __init__(self, path: str | Path, *, model_id: str | None = None, threads: int | None = None,
                  max_input_tokens: int = 8192, device: str = "cpu"):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -1,6 +1,6 @@
 """The records every system returns: ``Routing`` (which filings a question is about, and how
-that was decided) and ``Answer`` (DESIGN.md §2) — one shape for CLI JSON, HTTP, batch output
-and benchmarks. Fields a run did not measure stay ``None``; nothing is ever estimated.
+that was decided) and ``Answer`` (docs/design.md §2) — one shape for CLI JSON, HTTP, batch
+output and benchmarks. Fields a run did not measure stay ``None``; nothing is ever estimated.
 """
 
 from __future__ import annotations

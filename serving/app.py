@@ -16,24 +16,18 @@ The Ingress runs the same ``Pipeline`` as the CLI, in a worker thread per reques
 components replaced by deployment handles (``serving.remote``). It admits at most
 ``limits.max_in_flight`` answers at once; one more gets 503 with Retry-After at once, so a
 client never waits on a hidden queue. An admitted request always gets a reply: the Answer, a
-4xx/5xx naming the problem, or 504 past ``limits.deadline_s``.
+4xx/5xx naming the problem, or 504 past ``limits.deadline_s``. Auth, those limits and the
+mapping of failures to replies are ``serving.admission``'s.
 """
 
 
 import asyncio
 import base64
-import hmac
 import json
 import logging
-import math
-import re
-import statistics
 import threading
 import time
-import uuid
-from collections import deque
 from pathlib import Path
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 from fastapi import FastAPI, Query, Request
@@ -42,17 +36,18 @@ from fastapi.responses import FileResponse, JSONResponse, Response, StreamingRes
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
-from ray.exceptions import RayActorError
-from ray.serve.exceptions import (BackPressureError, DeploymentUnavailableError,
-                                  ReplicaUnavailableError)
-from starlette.requests import ClientDisconnect
 
-from retrieval.systems.pipelines import SYSTEMS, QuestionError, check_question
-from serving.config import AppConfig, is_loopback
-from serving.deployments import Embedder, Generator, Reranker, Retriever, Router, _profile
+from models.devices import placement_gpus
+from models.energy import UnavailableMeter, meter_for
+from retrieval.systems.pipelines import Pipeline
+from retrieval.systems.recipes import SYSTEMS, VARIANT_OF
 from serving import openai_api
+from serving.admission import ApiError, Gate, check_auth, first_line, incident, public
+from serving.config import AppConfig
+from serving.deployments import Embedder, Generator, Reranker, Retriever, Router, _profile
 from serving.metrics import Metrics
-from serving.remote import Budget, CallCancelled, DeadlineExceeded, wait
+from serving.remote import (DeadlineExceeded, RemoteEmbedder, RemoteFacts, RemoteIndex,
+                            RemoteLLM, RemoteReranker, RemoteRouter, wait)
 
 log = logging.getLogger("finrag.serve")
 
@@ -70,12 +65,6 @@ class AnswerRequest(BaseModel):
     generate: bool = Field(True, description="False: stop after retrieval (no answer text)")
     stream: bool = Field(False, description="Server-sent events: the text as it is written, "
                                             "then the Answer record")
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, kind: str, message: str, headers: dict | None = None):
-        super().__init__(message)
-        self.status, self.kind, self.message, self.headers = status, kind, message, headers
 
 
 def _ingress(request: Request):
@@ -131,80 +120,22 @@ async def _limits_and_counts(request: Request, call_next):
         refused = await _admit_request(ingress, request)
         response = refused or await call_next(request)
     except Exception as exc:  # a fault of ours: in the log with an id, never in the reply
-        response = _error(request, 500, "internal", _incident(exc))
+        response = _error(request, 500, "internal", incident(exc))
     if ingress is not None:
         ingress.metrics.requests.labels(endpoint, str(response.status_code)).inc()
     return response
 
 
 async def _admit_request(ingress, request: Request) -> JSONResponse | None:
-    """The checks every request passes before a handler runs, cheapest first: the bearer token
-    of /v1/* (before the body, so a stranger cannot hold a slot with a slow body), then the
-    body's declared size, then the body itself within ``limits.body_timeout_s``. Returns the
-    refusal, or None to go on."""
+    """The Gate's checks before any handler runs (``serving.admission.Gate.check_request``):
+    the refusal, or None to go on."""
     if ingress is None:
         return None
-    limits = ingress.cfg.limits
     try:
-        if request.url.path.startswith("/v1/"):
-            ingress._authorize(request)
-        if request.method not in ("POST", "PUT", "PATCH"):
-            return None
-        length = request.headers.get("content-length")
-        if length is None:
-            raise ApiError(411, "bad_request", "a Content-Length header is required")
-        if not (length.isascii() and length.isdigit()):
-            raise ApiError(400, "bad_request", "Content-Length must be a number of bytes")
-        if int(length) > limits.max_body_bytes:
-            raise ApiError(413, "too_large", f"request body of {int(length)} bytes is over the "
-                                             f"limit of {limits.max_body_bytes} bytes")
-        try:  # read here and cached: the handler gets the same bytes
-            body = await asyncio.wait_for(request.body(), limits.body_timeout_s)
-        except asyncio.TimeoutError:
-            raise ApiError(408, "slow_body", f"the request body did not arrive within "
-                                             f"{limits.body_timeout_s:g} s") from None
-        except ClientDisconnect:
-            raise ApiError(400, "bad_request", "the client closed the request early") from None
-        if len(body) != int(length):
-            raise ApiError(400, "bad_request", "the body is not as long as its Content-Length")
+        await ingress.gate.check_request(request)
     except ApiError as e:
         return _error(request, e.status, e.kind, e.message, e.headers)
     return None
-
-
-def _incident(exc: BaseException) -> str:
-    """Log a failure of the service with a short id; the client gets only the id."""
-    incident = uuid.uuid4().hex[:12]
-    log.error("incident %s: %s", incident, type(exc).__name__, exc_info=exc)
-    return f"internal error (incident {incident}); the service log has the details"
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[-1] if text else ""
-
-
-_PATH = re.compile(r"(?<![\w.:])(?:~|\.{1,2})?/[^\s'\"`,;)]*")
-
-
-def _no_paths(text: str) -> str:
-    """A message without file-system paths (a client has no business knowing them)."""
-    return _PATH.sub("<path>", text)
-
-
-def _model_name(model: str) -> str:
-    """A model id as a client may see it: a hub id as is, a local folder by its name only."""
-    if model.startswith(("/", "~", "./", "../")) or "\\" in model:
-        return Path(model.rstrip("/\\")).name or "local-model"
-    return model
-
-
-def _public(answer):
-    """The Answer without local model folders (model ids of weights loaded from disk)."""
-    answer.model_ids = {role: _model_name(m) for role, m in answer.model_ids.items()}
-    for call in answer.calls:
-        call.model_id = _model_name(call.model_id)
-    return answer
 
 
 async def _awaited(response):
@@ -215,9 +146,6 @@ async def _awaited(response):
 _PUBLIC_DOCUMENT_FIELDS = ("doc_id", "company", "ticker", "aliases", "doc_type", "fiscal_year",
                            "fiscal_quarter", "period_end", "filing_date", "sector",
                            "page_count", "char_count", "chunk_count")
-# a replica died, is restarting, or is full: a fault of the service the client may retry
-_UNAVAILABLE = (RayActorError, BackPressureError, DeploymentUnavailableError,
-                ReplicaUnavailableError)
 
 
 def ingress_meter(profile):
@@ -226,9 +154,6 @@ def ingress_meter(profile):
     they are not read from here (never a host-wide sum): the Generator charges each request
     its token share of its own GPU, and an answer's energy is that share, its scope naming
     what is left out. Otherwise the CPU package's counter (RAPL) where readable."""
-    from models.devices import placement_gpus
-    from models.energy import UnavailableMeter, meter_for
-
     if placement_gpus(profile, list(profile.roles)):
         return UnavailableMeter("the GPUs that served a request belong to other deployments; "
                                 "not read from the Ingress")
@@ -246,27 +171,18 @@ class Ingress:
         self.handles = dict(router=router, embedder=embedder, retriever=retriever, light=light,
                             large=large, generator=generator)
         self.metrics = Metrics()
-        self.pool = ThreadPoolExecutor(self.cfg.limits.max_in_flight + 1,
-                                       thread_name_prefix="answer")
-        self.in_flight = 0
-        self.recent: deque[float] = deque(maxlen=32)  # seconds of recent answers
-        self._running: dict[asyncio.Future, tuple[float, Budget]] = {}  # start, budget
+        self.gate = Gate(self.cfg, self.metrics)  # auth, limits, admission, error replies
         self._pipeline = None
         self._build = threading.Lock()
         self._builder: threading.Thread | None = None
         self._starting = threading.Lock()  # held an instant, never across the build
         self._build_problem: str | None = None
-        self._token, self._token_read = self.cfg.auth.token(), time.monotonic()
         api.state.ingress = self
 
     # the Pipeline over remote components, built on first use (handles block: not in __init__)
     def pipeline(self):
         with self._build:
             if self._pipeline is None:
-                from retrieval.systems.pipelines import Pipeline
-                from serving.remote import (RemoteEmbedder, RemoteFacts, RemoteIndex,
-                                            RemoteLLM, RemoteReranker, RemoteRouter)
-
                 h = self.handles
                 prof = _profile(self.cfg)
                 variants = {v: RemoteIndex(h["retriever"], v)
@@ -297,130 +213,21 @@ class Ingress:
             self.pipeline()
             self._build_problem = None
         except Exception as exc:
-            self._build_problem = f"connecting to the deployments failed: {_incident(exc)}"
-
-    def _bearer(self) -> str | None:
-        # re-read now and then: a mounted secret is rotated in place
-        if time.monotonic() - self._token_read > 30:
-            try:
-                self._token = self.cfg.auth.token() or self._token
-            except ValueError:
-                pass  # a half-written secret: keep the last good token
-            self._token_read = time.monotonic()
-        return self._token
-
-    def _authorize(self, request: Request) -> None:
-        token = self._bearer()
-        if token is None:
-            return
-        given = request.headers.get("authorization", "")
-        scheme, _, value = given.partition(" ")
-        # as bytes: compare_digest raises on a str with non-ASCII characters
-        if scheme.lower() != "bearer" or not hmac.compare_digest(
-                value.strip().encode("utf-8", "surrogateescape"), token.encode()):
-            raise ApiError(401, "unauthorized", "a valid bearer token is required "
-                                                "(Authorization: Bearer <token>)",
-                           {"WWW-Authenticate": "Bearer"})
-
-    def _retry_after(self) -> int:
-        if self.cfg.limits.retry_after_s:
-            return self.cfg.limits.retry_after_s
-        return max(1, math.ceil(statistics.median(self.recent))) if self.recent else 5
+            self._build_problem = f"connecting to the deployments failed: {incident(exc)}"
 
     def _admit(self, req: AnswerRequest, on_text=None) -> asyncio.Future:
-        """Start one answer in a worker thread, or raise 503 when the limit is reached."""
-        limit = self.cfg.limits.max_in_flight
-        if self.in_flight >= limit:
-            wait = self._retry_after()
-            raise ApiError(503, "overloaded", f"overloaded: {self.in_flight} answers in "
-                           f"progress (limit {limit}); retry after {wait} s",
-                           {"Retry-After": str(wait)})
-        self.in_flight += 1  # the event loop is single-threaded: no race with the check
-        self.metrics.in_flight.set(self.in_flight)
-        budget = Budget(self.cfg.limits.deadline_s)
-
-        def work():
-            with budget:  # every deployment call waits at most until the deadline
-                return _public(self.pipeline().answer(req.question, req.system,
-                                                      generate=req.generate, on_text=on_text))
-
-        loop = asyncio.get_running_loop()
-        future = loop.run_in_executor(self.pool, work)
-        self._running[future] = (time.monotonic(), budget)
-        loop.call_later(self.cfg.limits.deadline_s, budget.cancel)
-        future.add_done_callback(self._finished)
-        return future
-
-    def _give_up(self, future: asyncio.Future) -> None:
-        """The client left or the deadline passed: cancel the answer's calls in flight."""
-        running = self._running.get(future)
-        if running is not None and not future.done():
-            running[1].cancel()
-
-    async def _result(self, future: asyncio.Future):
-        """An admitted answer, or the ApiError that says why not (504 past the deadline)."""
-        try:
-            return await asyncio.wait_for(asyncio.shield(future), self.cfg.limits.deadline_s)
-        except asyncio.TimeoutError:
-            self._give_up(future)
-            raise ApiError(504, "deadline", f"no answer within the deadline of "
-                                            f"{self.cfg.limits.deadline_s:g} s") from None
-        except asyncio.CancelledError:  # the client went away
-            self._give_up(future)
-            raise
-        except Exception as exc:
-            raise self._failure(exc) from None
-
-    def _finished(self, future: asyncio.Future) -> None:
-        self._running.pop(future, None)
-        self.in_flight -= 1
-        self.metrics.in_flight.set(self.in_flight)
-        if future.cancelled() or future.exception() is not None:
-            return
-        answer = future.result()
-        # stages ran in other processes: this process's CPU time would undercount
-        answer.energy["cpu_seconds"] = None
-        self.recent.append(answer.timings_ms.get("total", 0.0) / 1000)
-        self.metrics.answered(answer)
-
-    def _check(self, req: AnswerRequest) -> None:
-        limit = self.cfg.limits.max_question_chars
-        if not req.question.strip():
-            raise ApiError(422, "bad_request", "question: empty; ask a question in plain words")
-        if len(req.question) > limit:
-            raise ApiError(422, "bad_request", f"question: {len(req.question)} characters is "
-                                               f"over the limit of {limit}")
-        try:
-            check_question(req.question)
-        except QuestionError as e:
-            raise ApiError(422, "bad_request", f"question: {e}") from None
-
-    def _failure(self, exc: BaseException) -> ApiError:
-        """The reply for an answer that failed: what the client can act on, never a trace,
-        a path or an exception's class."""
-        if isinstance(exc, QuestionError):
-            return ApiError(422, "bad_request", f"question: {_no_paths(_first_line(exc))}")
-        if isinstance(exc, FileNotFoundError):  # a system whose index variant is not served
-            return ApiError(400, "bad_request", _no_paths(_first_line(exc)) or
-                            "a needed index is not served")
-        if isinstance(exc, (DeadlineExceeded, CallCancelled)):
-            return ApiError(504, "deadline", "no answer within the deadline of "
-                                             f"{self.cfg.limits.deadline_s:g} s")
-        if isinstance(exc, _UNAVAILABLE):  # a replica died or is full: Serve brings it back
-            wait = self._retry_after()
-            return ApiError(503, "unavailable", f"a part of the service is restarting or "
-                                                f"busy; retry after {wait} s",
-                            {"Retry-After": str(wait)})
-        return ApiError(500, "internal", _incident(exc))
+        """Start one answer through the Gate (503 when the limit is reached)."""
+        return self.gate.admit(lambda: public(self.pipeline().answer(
+            req.question, req.system, generate=req.generate, on_text=on_text)))
 
     @api.post("/v1/answer", summary="Answer a question",
               response_description="The Answer record (or an event stream when stream=true)")
     async def answer(self, req: AnswerRequest, request: Request):
-        self._authorize(request)
-        self._check(req)
+        self.gate.authorize(request)
+        self.gate.check_question(req.question)
         if req.stream:
             return self._stream(req)
-        answer = await self._result(self._admit(req))
+        answer = await self.gate.result(self._admit(req))
         return JSONResponse(answer.to_dict())
 
     async def _pieces(self, req: AnswerRequest):
@@ -447,9 +254,9 @@ class Ingress:
             try:
                 yield "answer", future.result()
             except Exception as exc:
-                yield "error", self._failure(exc)
+                yield "error", self.gate.failure(exc)
         finally:  # the deadline passed or the client closed the stream
-            self._give_up(future)
+            self.gate.give_up(future)
 
     def _stream(self, req: AnswerRequest) -> StreamingResponse:
         def event(kind: str, data: Any) -> str:
@@ -471,16 +278,16 @@ class Ingress:
               response_description="A chat.completion (or chunks when stream=true); the Answer "
                                    "record is in the extension field `finrag`")
     async def chat_completions(self, chat: openai_api.ChatRequest, request: Request):
-        self._authorize(request)
+        self.gate.authorize(request)
         system = openai_api.system_of(chat.model)
         if system is None:
             raise ApiError(404, "not_found", f"model {chat.model!r} does not exist; choose from "
                            + ", ".join(openai_api.model_id(s) for s in SYSTEMS))
         req = AnswerRequest(question=chat.question(), system=system)
-        self._check(req)
+        self.gate.check_question(req.question)
         completion = openai_api.Completion(chat.model)
         if not chat.stream:
-            answer = await self._result(self._admit(req))
+            answer = await self.gate.result(self._admit(req))
             return JSONResponse(completion.whole(answer))
         with_usage = bool(chat.stream_options and chat.stream_options.include_usage)
         pieces = self._pieces(req)
@@ -506,17 +313,16 @@ class Ingress:
 
     @api.get("/v1/models", summary="The systems, as OpenAI models")
     async def models(self, request: Request):
-        self._authorize(request)
+        self.gate.authorize(request)
         if not self._warm():  # never wait on the build: say so, as /healthz does
             raise ApiError(503, "overloaded", "starting: the models are loading; retry shortly",
-                           {"Retry-After": str(self._retry_after())})
+                           {"Retry-After": str(self.gate.retry_after())})
         return openai_api.models(self._systems(self._pipeline))
 
     @staticmethod
     def _systems(pipe) -> list[str]:
         """The systems this deployment can answer with (index variants built or not)."""
-        return [s for s in SYSTEMS if s not in ("cbr_meta", "cbr_llmctx")
-                or {"cbr_meta": "meta", "cbr_llmctx": "llmctx"}[s] in pipe.variants]
+        return [s for s in SYSTEMS if s not in VARIANT_OF or VARIANT_OF[s] in pipe.variants]
 
     # -- the web page and the cited pages it shows ------------------------------------------
     @api.get("/", include_in_schema=False)
@@ -526,7 +332,7 @@ class Ingress:
 
     @api.get(_PAGE, summary="A page of a filing with the cited passage highlighted")
     async def page(self, doc_id: str, page: int, request: Request, chunk: int | None = None):
-        self._authorize(request)
+        self.gate.authorize(request)
         try:
             view = await asyncio.wait_for(
                 self.handles["retriever"].page_view.remote(doc_id, page, chunk),
@@ -544,13 +350,13 @@ class Ingress:
     @api.get("/v1/documents", summary="The filings in the index, a page at a time")
     async def documents(self, request: Request, offset: int = Query(0, ge=0, le=10**9),
                         limit: int = Query(50, ge=1, le=10**9)):
-        self._authorize(request)
+        self.gate.authorize(request)
         limit = min(limit, self.cfg.limits.max_page_size)
         try:
             docs = await asyncio.wait_for(self.handles["retriever"].documents.remote(),
                                           self.cfg.limits.health_timeout_s * 6)
         except Exception as exc:
-            raise self._failure(exc if not isinstance(exc, asyncio.TimeoutError)
+            raise self.gate.failure(exc if not isinstance(exc, asyncio.TimeoutError)
                                 else DeadlineExceeded()) from None
         page = [{k: v for k, v in d.items() if k in _PUBLIC_DOCUMENT_FIELDS}
                 for d in docs[offset:offset + limit]]
@@ -565,7 +371,7 @@ class Ingress:
             return _error(request, 503, "unavailable", f"not ready: {problem}",
                           {"Retry-After": "5"})
         return {"status": "ok", "profile": self._pipeline.profile.name, "documents": docs,
-                "answers_in_flight": self.in_flight,
+                "answers_in_flight": self.gate.in_flight,
                 "max_in_flight": self.cfg.limits.max_in_flight,
                 "systems": self._systems(self._pipeline)}
 
@@ -592,12 +398,12 @@ class Ingress:
             if isinstance(result, asyncio.TimeoutError):
                 problems.append(f"{name} did not answer within {timeout:g} s")
             elif isinstance(result, BaseException):
-                problems.append(f"{name} failed ({_incident(result)})")
+                problems.append(f"{name} failed ({incident(result)})")
         busy = results[names.index("Generator")]
         if isinstance(busy, (int, float)) and busy > deadline:
             problems.append(f"Generator has been on one call for {busy:.0f} s, past the "
                             f"answer deadline of {deadline:g} s")
-        oldest = min((start for start, _ in self._running.values()), default=None)
+        oldest = self.gate.oldest_start()
         if oldest is not None and time.monotonic() - oldest > deadline + timeout:
             problems.append(f"an answer has run {time.monotonic() - oldest:.0f} s, past the "
                             f"deadline of {deadline:g} s")
@@ -612,21 +418,8 @@ class Ingress:
                     _awaited(self.handles["generator"].engine_stats.remote()),
                     self.cfg.limits.health_timeout_s))
             except Exception as exc:  # the metrics page never fails for them
-                log.warning("generator engine statistics unavailable: %s", _first_line(exc))
+                log.warning("generator engine statistics unavailable: %s", first_line(exc))
         return Response(self.metrics.render(), media_type=CONTENT_TYPE_LATEST)
-
-
-def check_auth(cfg: AppConfig, host: str | None) -> None:
-    """Refuse a service others can reach without a bearer token (``auth.required``; by
-    default whenever ``host`` is not loopback)."""
-    required = cfg.auth.required if cfg.auth.required is not None else not is_loopback(host)
-    if required and cfg.auth.token() is None:
-        where = (f"listening on {host}, " if host and not is_loopback(host) else "")
-        raise ValueError(
-            f"refusing to start: {where}the service needs a bearer token and none is set. "
-            f"Put one (12+ characters) in ${cfg.auth.bearer_token_env or 'FINRAG_API_TOKEN'}, "
-            f"or in a file named by $FINRAG_API_TOKEN_FILE (auth.bearer_token_file), or listen "
-            f"on 127.0.0.1 only")
 
 
 def _serve_host() -> str | None:

@@ -166,7 +166,7 @@ def run_batch(questions: str | Path, out: str | Path, *, index: str | Path, syst
     """Answer every question of ``questions`` not yet in ``out``; returns the run's summary."""
     from tqdm import tqdm
 
-    from retrieval.systems.pipelines import SYSTEMS
+    from retrieval.systems.recipes import SYSTEMS
 
     if system not in SYSTEMS:
         raise ValueError(f"unknown system {system!r}; choose from {', '.join(SYSTEMS)}")

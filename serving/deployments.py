@@ -32,7 +32,7 @@ def variant_dirs(cfg: AppConfig) -> dict[str, str]:
     """The index variants that exist on disk (V-A ``meta``, V-B ``llmctx``)."""
     from pathlib import Path
 
-    from retrieval.systems.pipelines import variant_dir
+    from retrieval.systems.recipes import variant_dir
 
     index = cfg.index_dir()
     found = {}

@@ -18,6 +18,9 @@ import time
 from functools import lru_cache
 from typing import Any, Callable
 
+from retrieval.systems.components import (CatalogReader, FactLookup, FactsSource, LLMEngine,
+                                          QueryEmbedder, QuestionRouter, Reranker, SearchIndex)
+
 CALL_TIMEOUT_S = 300.0
 
 _current = threading.local()
@@ -131,7 +134,7 @@ def stream(response):
             budget.untrack(response)
 
 
-class RemoteEmbedder:
+class RemoteEmbedder(QueryEmbedder):
     """``QueryEmbedder`` (``retrieval.systems.components``) over the Embedder deployment."""
 
     def __init__(self, handle):
@@ -141,7 +144,7 @@ class RemoteEmbedder:
         return wait(self.handle.encode.remote(list(texts)))
 
 
-class RemoteCatalog:
+class RemoteCatalog(CatalogReader):
     """``CatalogReader`` over the Retriever deployment (``variant``: V-A/V-B index)."""
 
     def __init__(self, handle, variant: str | None):
@@ -168,7 +171,7 @@ class RemoteCatalog:
         return wait(self.handle.vectors.remote(ids, dim, self.variant))
 
 
-class RemoteIndex:
+class RemoteIndex(SearchIndex):
     """``SearchIndex`` over the Retriever deployment, read-only (``variant``: V-A/V-B)."""
 
     settings: Any
@@ -187,7 +190,7 @@ class RemoteIndex:
         pass
 
 
-class RemoteReranker:
+class RemoteReranker(Reranker):
     """``Reranker`` over a reranker deployment; ``last_usage`` is the token count of the last
     ``score`` call (LLM scorers), as the cascade expects."""
 
@@ -204,7 +207,7 @@ class RemoteReranker:
         return scores
 
 
-class RemoteLLM:
+class RemoteLLM(LLMEngine):
     """The Generator deployment as an ``LLMEngine``. Tokens are counted here with the model's
     own tokenizer (fetched once), since context assembly counts every block."""
 
@@ -240,13 +243,13 @@ class RemoteLLM:
         return wait(self.handle.generate_json.remote(list(prompts), schema, params))
 
 
-class RemoteFacts:
+class RemoteFacts(FactsSource):
     """``FactsSource`` over the Retriever's facts answerer."""
 
     concepts: Any
     store: "RemoteFacts._Store"
 
-    class _Store:
+    class _Store(FactLookup):
         """``FactLookup`` over the Retriever's facts store."""
 
         available: bool
@@ -269,7 +272,7 @@ class RemoteFacts:
         return wait(self.handle.facts_answer.remote(query, companies))
 
 
-class RemoteRouter:
+class RemoteRouter(QuestionRouter):
     """``QuestionRouter`` over the Router deployment; the routing's latency is the wall time
     seen from here."""
 

@@ -104,7 +104,8 @@ class Service:
     def start(self, timeout: float = 900.0, progress=print) -> str:
         from ray import serve
 
-        from serving.app import build_app, check_auth
+        from serving.admission import check_auth
+        from serving.app import build_app
 
         check_auth(self.cfg, self.host)  # before anything starts: nothing to clean up
         self._started_ray = init_ray(self.address, num_cpus=self.num_cpus, quiet=self.quiet)

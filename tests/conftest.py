@@ -27,7 +27,7 @@ def embedder():
 
 @pytest.fixture(scope="session")
 def demo_corpus(tmp_path_factory):
-    from retrieval.demo import generate_demo_corpus
+    from serving.cli.demo_corpus import generate_demo_corpus
 
     return generate_demo_corpus(tmp_path_factory.mktemp("demo") / "corpus")
 

@@ -74,7 +74,7 @@ def test_no_static_import_between_serving_and_benchmarks():
     import ast
 
     def imports(folder: str):
-        for path in sorted((REPO / folder).glob("*.py")):
+        for path in sorted((REPO / folder).rglob("*.py")):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Import):
                     yield from ((path.name, a.name) for a in node.names)

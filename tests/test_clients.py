@@ -14,7 +14,7 @@ from tests.served_app import serve_app
 
 TOKEN = "client-token"
 SCREENSHOT = os.environ.get("FINRAG_SCREENSHOT")  # where to save the page's picture, if set
-PROFILE = os.environ.get("FINRAG_CLIENTS_PROFILE", "tiny")  # `cpu` for the README's picture
+PROFILE = os.environ.get("FINRAG_CLIENTS_PROFILE", "tiny")  # `cpu` for the picture in docs/serving.md
 
 
 @pytest.fixture(scope="module")

@@ -480,7 +480,7 @@ def test_kuberays_crd_rejects_a_misspelt_or_mistyped_field_by_name(kuberay_crd, 
 
 def test_kuberay_version_in_the_runbook_is_the_one_checked():
     pinned = re.search(r"^VERSION=v(\S+)", KUBERAY_SETUP.read_text(), re.M).group(1)
-    runbook = (DEPLOY / "README.md").read_text()
+    runbook = (DEPLOY.parent / "docs" / "deployment.md").read_text()
     needed = re.search(r"KubeRay operator \((\S+) or newer", runbook)
     assert needed and needed.group(1) == pinned
     assert f"KubeRay >= {pinned}" in K8S.read_text(), "the manifest's authOptions comment"

@@ -135,16 +135,16 @@ def test_energy_reads_only_the_devices_that_serve():
 
 def test_a_shared_generation_is_charged_by_token_share():
     from models.energy import EnergyReading
-    from retrieval.systems.pipelines import _energy
+    from retrieval.systems.run import energy as answer_energy
 
     window = EnergyReading(4.0, "nvml", "gpu0", 2.0, 1.0)
     own = EnergyReading(0.5, "nvml", "gpu0", 0.1, 0.1)
-    first, second = _energy([(own, 1), (window, 0.25)]), _energy([(own, 1), (window, 0.75)])
+    first, second = answer_energy([(own, 1), (window, 0.25)]), answer_energy([(own, 1), (window, 0.75)])
     assert (first["joules"], second["joules"]) == (1.5, 3.5)
     assert "split by token share" in first["scope"]
-    assert _energy([(own, 1)])["scope"] == "gpu0"
+    assert answer_energy([(own, 1)])["scope"] == "gpu0"
     unmeasured = EnergyReading(None, "unavailable", None, 1.0, 0.5)
-    assert _energy([(unmeasured, 0.5)]) == {"joules": None, "source": "unavailable",
+    assert answer_energy([(unmeasured, 0.5)]) == {"joules": None, "source": "unavailable",
                                              "scope": None, "cpu_seconds": 0.25}
 
 
@@ -153,17 +153,17 @@ def test_a_served_answer_counts_the_generators_metered_share_and_says_what_is_le
     and the Generator charges each request its token share of its GPU: the answer's joules are
     that share, and the scope says the other steps are not included."""
     from models.energy import EnergyLedger, EnergyReading
-    from retrieval.systems.pipelines import _energy
+    from retrieval.systems.run import energy as answer_energy
 
     retrieval = EnergyReading(None, "unavailable", None, 0.3, 0.2)
     generation = EnergyReading(12.5, "nvml", "gpu0; " + EnergyLedger.SHARED, 1.0, 0.0)
-    energy = _energy([(retrieval, 1), (generation, 1)])
+    energy = answer_energy([(retrieval, 1), (generation, 1)])
     assert (energy["joules"], energy["source"]) == (12.5, "nvml")
     assert energy["scope"].startswith("gpu0; shared with concurrent requests")
     assert energy["scope"].endswith("the other steps ran where no counter was read: not included")
     # a counter that was read but could not be trusted still voids the sum
     broken = EnergyReading(None, "nvml", "gpu0", 1.0, 0.0)
-    assert _energy([(retrieval, 1), (broken, 1)])["joules"] is None
+    assert answer_energy([(retrieval, 1), (broken, 1)])["joules"] is None
 
 
 def test_the_generator_meters_its_gpu_only():

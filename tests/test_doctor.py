@@ -55,7 +55,7 @@ profiles:
 
 def test_doctor_reports_the_llamacpp_build_and_refuses_without_it(tmp_path):
     from models.profiles import load_config
-    from serving.doctor import check_profile, inspect_machine
+    from serving.cli.doctor import check_profile, inspect_machine
 
     machine = inspect_machine()
     assert set(machine.llamacpp) == {"version", "where"}

@@ -44,7 +44,7 @@ def m3_profile(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def m3_index(tmp_path_factory, m3_profile):
-    from retrieval.demo import generate_demo_corpus
+    from serving.cli.demo_corpus import generate_demo_corpus
 
     config, _ = m3_profile
     corpus = generate_demo_corpus(tmp_path_factory.mktemp("corpus"))

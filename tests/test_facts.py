@@ -2,7 +2,6 @@
 
 import json
 import re
-import time
 
 import pytest
 
@@ -239,12 +238,15 @@ def test_contradictions_between_facts_and_text():
     assert confidence([v], 2, 1, []) == 48 and confidence([], 1, 1, [], routed=False) == 30
 
 
-def test_metric_lookup_latency_is_milliseconds(pipe):
-    """Not a timed goal (that is benchmarks/facts): only that no model is loaded on this path."""
-    t0 = time.perf_counter()
-    a = pipe.answer("Alphabet net income FY2023")
-    assert a.usage["llm_calls"] == 0 and time.perf_counter() - t0 < 30
-    assert json.loads(json.dumps(a.to_dict()))["route"] == "metric_lookup"
+def test_a_metric_lookup_loads_no_llm(pipe):
+    """Its speed is benchmarks/facts' to measure; here, that no LLM is loaded on this path (a
+    pipeline of its own, so another test's engines do not count)."""
+    from retrieval.systems.pipelines import Pipeline
+
+    fresh = Pipeline(pipe.index, pipe.embedder, pipe.profile, light=pipe.light, meter=pipe.meter)
+    a = fresh.answer("Alphabet net income FY2023")
+    assert a.usage["llm_calls"] == 0 and fresh._engines == {}
+    assert json.loads(json.dumps(a.to_dict()))["route"] == "metric_lookup" and a.facts
 
 
 def test_a_quarter_named_by_its_end_date_on_a_52_53_week_calendar(pipe):

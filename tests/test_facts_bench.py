@@ -10,6 +10,7 @@ from conftest import SHARED, need_shared
 
 from benchmarks import facts_gold as G
 from benchmarks import facts_quality as FQ
+from benchmarks import facts_quality_report as FQR
 from retrieval.answer import Answer, LLMCall
 
 COMPANYFACTS = SHARED / "data" / "sec" / "companyfacts"
@@ -232,19 +233,24 @@ def test_run_summary_report_and_plots(facts_dir, tmp_path):
     assert len(records) == len(questions) and len(latencies) == 2 * len(questions)
     summary = FQ.summarize(records, latencies)
     right = sum(r["score"]["correct"] for r in records)
-    assert summary["correct"] == right and 0 < right < len(questions)
+    # the stand-in's first pass is right on its odd calls; on the even ones it gives the gold
+    # facts under the narrative route, which is right only where narrative is expected (and a
+    # question the facts cannot answer gets no facts and no figure either way)
+    expected = sum(1 for i, q in enumerate(questions, 1)
+                   if i % 2 == 1 or q["route"] == "narrative" or not q.get("answerable", True))
+    assert summary["correct"] == right == expected < len(questions)
     assert summary["cannot_answer"]["invented_total"] == 0
     ml = summary["latency"]["metric_lookup"]
     assert ml["n"] >= 30 and ml["total_p95"] is not None
     assert summary["llm_calls"]["expected"]["metric_lookup"]["zero"] \
         == summary["llm_calls"]["expected"]["metric_lookup"]["n"]
-    files = FQ.plots(summary, latencies, tmp_path, "test")
+    files = FQR.plots(summary, latencies, tmp_path, "test")
     assert {p.name for p in tmp_path.glob("*.png")} == set(files) == {
         "accuracy_by_category.png", "latency_structured.png"}
     meta = {"command": "finrag bench facts", "config_hash": "abc", "profile": "cpu",
             "questions_file": "q.jsonl", "index": "idx", "facts_in_index": 1000,
             "companyfacts": "../shared/data/sec/companyfacts", "repeat": 2}
-    text = FQ.report(summary, meta, records, files)
+    text = FQR.report(summary, meta, records, files)
     assert text.startswith("# SEC facts route") and "Command: `finrag bench facts`" in text
     assert f"## Failed questions ({len(questions) - right})" in text
     assert "## EPS restated after stock splits" in text and "$6.90" in text

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.systems.pipelines import MAX_ROUTED_DOCUMENTS, QuestionError, _check_fan_out
+from retrieval.systems.run import MAX_ROUTED_DOCUMENTS, QuestionError, check_fan_out
 from retrieval.answer import Routing
-from serving.app import _model_name, _no_paths, check_auth
+from serving.admission import check_auth, model_name, no_paths
 from serving.config import AppConfig, Auth, is_loopback
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,15 +82,15 @@ def test_finrag_serve_on_all_interfaces_without_a_token_refuses_before_starting(
 
 
 def test_replies_name_no_local_folder_or_path():
-    assert _model_name("BAAI/bge-m3") == "BAAI/bge-m3"
-    assert _model_name("/home/alice/models/qwen2.5-0.5b/") == "qwen2.5-0.5b"
-    assert _model_name("~/weights/minilm") == "minilm"
-    text = _no_paths("cannot open /srv/finrag/index-meta/catalog.sqlite: build it with "
+    assert model_name("BAAI/bge-m3") == "BAAI/bge-m3"
+    assert model_name("/home/alice/models/qwen2.5-0.5b/") == "qwen2.5-0.5b"
+    assert model_name("~/weights/minilm") == "minilm"
+    text = no_paths("cannot open /srv/finrag/index-meta/catalog.sqlite: build it with "
                      "`finrag ingest PATHS --variant meta` (see ./docs/x.md)")
     assert "/srv" not in text and "./docs" not in text and "--variant meta" in text
 
 
 def test_a_question_routed_to_too_many_filings_is_refused():
-    _check_fan_out(Routing("exact", doc_ids=[f"D{i}" for i in range(MAX_ROUTED_DOCUMENTS)]))
+    check_fan_out(Routing("exact", doc_ids=[f"D{i}" for i in range(MAX_ROUTED_DOCUMENTS)]))
     with pytest.raises(QuestionError, match=f"at most {MAX_ROUTED_DOCUMENTS}"):
-        _check_fan_out(Routing("exact", doc_ids=[f"D{i}" for i in range(MAX_ROUTED_DOCUMENTS + 1)]))
+        check_fan_out(Routing("exact", doc_ids=[f"D{i}" for i in range(MAX_ROUTED_DOCUMENTS + 1)]))

@@ -1,4 +1,5 @@
-"""retrieval/ is built in rooms by stage, and imports between rooms only go one way (down)."""
+"""The house's floors (models ← retrieval ← serving ← benchmarks) and retrieval/'s rooms by
+stage: imports only go one way (down), and no module imports itself back round a circle."""
 
 import ast
 from pathlib import Path
@@ -14,7 +15,6 @@ ALLOWED = {
     "facts": {"records", "routing", "ingest"},
     "systems": {"records", "routing", "store", "facts"},
     "indexer": {"records", "routing", "store", "ingest", "facts"},
-    "demo": set(),
 }
 
 
@@ -50,3 +50,86 @@ def test_imports_between_rooms_go_one_way():
     bad = [(f, here, there) for f, here, there in edges
            if there != here and there not in ALLOWED[here]]
     assert bad == []
+
+
+# --- the whole house ---------------------------------------------------------------------------
+FLOORS = ("models", "retrieval", "serving", "benchmarks")  # each may import those before it
+
+
+def _house() -> dict[str, Path]:
+    """Every module of the four floors, by dotted name (reports under benchmarks/ aside)."""
+    found = {}
+    for floor in FLOORS:
+        for path in sorted((REPO / floor).rglob("*.py")):
+            if "results" in path.relative_to(REPO).parts:
+                continue
+            parts = list(path.relative_to(REPO).with_suffix("").parts)
+            found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _imports(path: Path, modules: dict[str, Path]) -> set[str]:
+    """What a module imports anywhere in it (functions too), as dotted names; imports made
+    for type checkers only (``if TYPE_CHECKING:``) do not run and are left out."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                   and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
+    names = set()
+    for node in ast.walk(tree):
+        if id(node) in typing_only:
+            continue
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for a in node.names:  # `from package import module` imports the module
+                full = f"{node.module}.{a.name}"
+                names.add(full if full in modules else node.module)
+    return names
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while not group or group[-1] != v:
+                group.append(stack.pop())
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_floors_import_only_downwards():
+    modules = _house()
+    edges = [(m, name) for m, path in modules.items() for name in _imports(path, modules)
+             if name.split(".")[0] in FLOORS]
+    assert len(edges) > 350  # the walk found the imports it checks
+    upward = [(m, name) for m, name in edges
+              if FLOORS.index(name.split(".")[0]) > FLOORS.index(m.split(".")[0])]
+    assert upward == []
+
+
+def test_no_module_imports_itself_back_round_a_circle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    modules = _house()
+    graph = {m: {n for n in _imports(path, modules) if n in modules and n != m}
+             for m, path in modules.items()}
+    assert sum(map(len, graph.values())) > 350
+    assert _cycles(graph) == []

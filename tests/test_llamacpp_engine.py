@@ -7,7 +7,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from models.llm import SamplingParams, StructuredOutputError
-from models.router_schema import RouterOutput, router_messages
+from retrieval.routing.schema import RouterOutput, router_messages
 
 if os.environ.get("FINRAG_REQUIRE_LLAMACPP") != "1":
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not built in this Python")

@@ -4,7 +4,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from models.llm import SamplingParams, StructuredOutputError
-from models.router_schema import RouterOutput, router_messages
+from retrieval.routing.schema import RouterOutput, router_messages
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from benchmarks import perf_compare as PC
+from benchmarks import perf_compare_report as PCR
 from conftest import REPO
 
 
@@ -23,20 +24,20 @@ def test_blocks_alternate_and_cover_every_question_once_per_side():
 
 def test_ratio_of_medians_and_its_paired_interval():
     before = [1.0, 2.0, 3.0, 10.0, 4.0, 6.0, 2.5, 8.0, 1.5, 5.0]
-    ci = PC.ratio_ci(before, [2 * b for b in before])
+    ci = PCR.ratio_ci(before, [2 * b for b in before])
     assert ci["estimate"] == pytest.approx(2.0) and ci["n"] == 10
     assert ci["low"] == pytest.approx(2.0) and ci["high"] == pytest.approx(2.0)  # pairs kept
     after = [1.1, 1.9, 3.6, 9.0, 4.4, 7.0, 2.0, 8.5, 1.4, 6.5]
-    noisy = PC.ratio_ci(before, after, n=500)
+    noisy = PCR.ratio_ci(before, after, n=500)
     assert noisy["estimate"] == pytest.approx(4.0 / 3.5)  # medians 4.0 / 3.5
     assert noisy["low"] <= noisy["estimate"] <= noisy["high"] and noisy["low"] < noisy["high"]
-    few = PC.ratio_ci(before[:3], after[:3])  # under 10 pairs: the ratio, no interval
+    few = PCR.ratio_ci(before[:3], after[:3])  # under 10 pairs: the ratio, no interval
     assert few["estimate"] == pytest.approx(1.9 / 2.0) and few["low"] is None
-    assert PC.ratio_ci([0.0, 0.0, 1.0], [1.0, 1.0, 1.0])["estimate"] is None  # median 0
-    assert PC.ratio_ci([0.2] * 10, [0.1] * 10, floor=1.0)["estimate"] is None  # sub-ms stage
+    assert PCR.ratio_ci([0.0, 0.0, 1.0], [1.0, 1.0, 1.0])["estimate"] is None  # median 0
+    assert PCR.ratio_ci([0.2] * 10, [0.1] * 10, floor=1.0)["estimate"] is None  # sub-ms stage
     with pytest.raises(ValueError):
-        PC.ratio_ci([1.0], [1.0, 2.0])
-    per_q = PC.per_question_ratio(before, after, n=500)
+        PCR.ratio_ci([1.0], [1.0, 2.0])
+    per_q = PCR.per_question_ratio(before, after, n=500)
     ratios = sorted(a / b for b, a in zip(before, after))
     assert per_q["estimate"] == pytest.approx((ratios[4] + ratios[5]) / 2)
     assert per_q["low"] <= per_q["estimate"] <= per_q["high"]

@@ -7,7 +7,9 @@ import pytest
 
 from retrieval.systems.context import (NOT_FOUND, Block, build_blocks, cite, fair_shares,
                                        mark_pages, states_nothing)
-from retrieval.systems.pipelines import QuestionError, part_findings
+from retrieval.systems import stages
+from retrieval.systems.pipelines import part_findings
+from retrieval.systems.run import QuestionError
 
 
 def words(text: str) -> int:
@@ -138,7 +140,7 @@ def test_hdrr_gives_each_routed_filing_a_fair_share(pipe):
 
 def test_sfr_reads_whole_filings_from_the_catalog_only(pipe):
     doc = "LUMENFIELD_2024Q2_10Q"  # the shortest filings: fewest parts to answer
-    parts = pipe.document_parts(doc)
+    parts = stages.document_parts(pipe, doc)
     pages = pipe.index.catalog.pages(doc)
     assert len(parts) > 1  # the tiny profile's part size splits even a demo 10-Q
     assert all(p.tokens <= pipe.settings.sfr_part_tokens for p in parts)
@@ -146,7 +148,7 @@ def test_sfr_reads_whole_filings_from_the_catalog_only(pipe):
     for number, text in pages:
         assert any(" ".join(text.split())[:80] in p.text for p in parts), number
     with pytest.raises(KeyError):
-        pipe.document_parts("../../etc/passwd")
+        stages.document_parts(pipe, "../../etc/passwd")
     a = pipe.answer("What was Lumenfield's revenue for the second quarter of fiscal 2024?", "sfr")
     assert a.routing.doc_ids == [doc]
     generator_calls = [c for c in a.usage["calls"] if c["role"] == "generator"]

@@ -117,8 +117,8 @@ def test_load_llm_picks_the_profile_engine():
 
 
 def test_cascade_from_profile_settings():
-    from models.profiles import load_cascade
     from models.rerankers import LLMRelevanceScorer, MaxSimReranker
+    from retrieval.systems.cascade import load_cascade
 
     config = load_config(env={})
     assert config.active("cpu").cascade.cumulative == 0.55

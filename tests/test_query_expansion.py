@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from models.router_schema import (EXPANSION_EXAMPLES, ROUTER_EXAMPLES, ExpandedRouterOutput,
+from retrieval.routing.schema import (EXPANSION_EXAMPLES, ROUTER_EXAMPLES, ExpandedRouterOutput,
                                   QueryExpansion, RouterOutput, expansion_messages,
                                   router_messages)
 

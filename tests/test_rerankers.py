@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from models.rerankers import (Cascade, CrossEncoderReranker, LLMRelevanceScorer, MaxSimReranker,
-                              adaptive_cutoff)
+from models.rerankers import CrossEncoderReranker, LLMRelevanceScorer, MaxSimReranker
+from retrieval.systems.cascade import Cascade, adaptive_cutoff
 
 QUERY = "What were 3M's total net sales in fiscal year 2018?"
 RELEVANT = "3M reported total net sales of $32.8 billion for fiscal year 2018, up 3.5 percent."

@@ -4,7 +4,7 @@ k-reciprocal refinement of the light stage; and the ranking metrics that measure
 import numpy as np
 import pytest
 
-from models.rerankers import Cascade
+from retrieval.systems.cascade import Cascade
 from retrieval.store.neighbours import k_reciprocal_scores
 from retrieval.store.query import normalize_query, weighted_fts_query
 from retrieval.store.tables import TableSearch, table_json

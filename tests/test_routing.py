@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from models.router_schema import RouterOutput
+from retrieval.routing.schema import RouterOutput
 from retrieval.answer import ROUTING_STATUSES
 from retrieval.routing.calendars import fiscal_period, fiscal_year_of_calendar_year
 from retrieval.store.catalog import DocumentRecord
 from retrieval.routing.companies import CompanyTable
-from retrieval.routing.router import (Resolver, Router, evaluate_routing, extract_mentions,
-                               extract_periods, make_content_scorer)
+from retrieval.routing.evaluation import evaluate_routing
+from retrieval.routing.mentions import extract_mentions, extract_periods
+from retrieval.routing.router import Resolver, Router, make_content_scorer
 
 REPO = Path(__file__).resolve().parents[1]
 

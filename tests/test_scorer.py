@@ -118,7 +118,18 @@ def test_scorer_calibration_on_labelled_answers(tmp_path):
     assert res["split"] == "test" and res["questions"] == 47 and not res["results"]
     sc = res["scorer"]
     assert 0 < sc["coverage"] < 1 and sc["n"] == round(sc["coverage"] * res["rows"])
+    # kappa recomputed here from the confusion it reports (rows people, columns scorer)
+    conf = sc["confusion"]
+    labels = sorted(set(conf) | {j for row in conf.values() for j in row})
+    cell = {(h, j): conf.get(h, {}).get(j, 0) for h in labels for j in labels}
+    n = sum(cell.values())
+    observed = sum(cell[x, x] for x in labels) / n
+    chance = sum(sum(cell[x, j] for j in labels) * sum(cell[h, x] for h in labels)
+                 for x in labels) / n**2
+    assert n == sc["n"] and sc["accuracy"] == pytest.approx(observed)
+    assert sc["kappa"] == pytest.approx((observed - chance) / (1 - chance))
     assert sc["ci"]["kappa"]["low"] <= sc["kappa"] <= sc["ci"]["kappa"]["high"]
+    assert sc["ci"]["kappa"]["high"] - sc["ci"]["kappa"]["low"] > 0.01  # resampled, not echoed
     assert set(sc["by_rule"]) <= {"numeric", "yes_no", "refusal"}
     report = (out / "report.md").read_text()
     assert "held out" in report and "No LLM judge was run" in report

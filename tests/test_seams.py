@@ -40,12 +40,26 @@ def load(dotted: str) -> type:
     return obj
 
 
+def _own_classes(cls: type) -> list[type]:
+    """``cls`` and its bases, the Protocols it subclasses left out (their stubs implement
+    nothing)."""
+    return [k for k in cls.__mro__ if not getattr(k, "_is_protocol", False) and k is not object]
+
+
 def declared_attributes(cls: type) -> set[str]:
     names = set()
-    for klass in cls.__mro__:
+    for klass in _own_classes(cls):
         names |= set(getattr(klass, "__annotations__", {}))
         names |= {n for n, v in vars(klass).items() if isinstance(v, property)}
     return names
+
+
+def implementation(cls: type, name: str):
+    """``cls``'s own method ``name`` (None when it has only the Protocol's stub)."""
+    for klass in _own_classes(cls):
+        if name in vars(klass):
+            return getattr(cls, name)
+    return None
 
 
 def signature_problems(proto: type, cls: type) -> list[str]:
@@ -54,7 +68,7 @@ def signature_problems(proto: type, cls: type) -> list[str]:
     methods, attributes = members(proto)
     problems = []
     for name in sorted(methods):
-        impl = getattr(cls, name, None)
+        impl = implementation(cls, name)
         if not callable(impl):
             problems.append(f"{cls.__name__} has no method {name}")
             continue
@@ -82,7 +96,22 @@ def test_every_in_process_class_has_the_methods_of_its_protocol(seam):
     proto, in_process, _ = SEAMS[seam]
     methods, _ = members(proto)
     cls = load(in_process)
-    assert methods and [m for m in sorted(methods) if not callable(getattr(cls, m, None))] == []
+    assert methods and [m for m in sorted(methods) if not callable(implementation(cls, m))] == []
+
+
+@pytest.mark.parametrize("seam", sorted(SEAMS))
+def test_both_sides_say_which_protocol_they_implement(seam):
+    proto, in_process, stand_in = SEAMS[seam]
+    assert proto in load(in_process).__mro__ and proto in load(stand_in).__mro__
+
+
+def test_a_stub_inherited_from_the_protocol_is_no_implementation():
+    class Half(QuestionRouter):
+        def route(self, question, expand=False):
+            return None
+
+    assert signature_problems(QuestionRouter, Half) == ["Half has no method expand",
+                                                         "Half has no method extract"]
 
 
 # the deployment each stand-in forwards to (serving/deployments.py)

@@ -1,13 +1,14 @@
-"""The load generator's pure figures (benchmarks/serve_load.py), on hand-made inputs: no server."""
+"""The load generator's pure figures (benchmarks/serve_load_report.py), on hand-made inputs: no
+server."""
 
 import math
 
 import pytest
 
-from benchmarks.serve_load import (BAD_BODY, CONN_ERROR, HTTP_ERROR, OK, REJECTED,
-                                   REJECTED_NO_RETRY_AFTER, TIMEOUT, classify, client_by_code,
-                                   counter_delta, parse_counter, percentile, requests_by_code,
-                                   summarise)
+from benchmarks.serve_load_report import (BAD_BODY, CONN_ERROR, HTTP_ERROR, OK, REJECTED,
+                                          REJECTED_NO_RETRY_AFTER, TIMEOUT, classify,
+                                          client_by_code, counter_delta, parse_counter,
+                                          percentile, requests_by_code, summarise)
 
 
 def test_percentile_interpolates_between_order_statistics():

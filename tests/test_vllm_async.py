@@ -12,13 +12,18 @@ from conftest import REPO
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 
 
-def test_async_engine_streams_and_batches_concurrent_requests(tmp_path):
+def need_vllm_venv() -> None:
+    """Skip without the vLLM CPU venv, unless FINRAG_REQUIRE_VLLM=1 asks for it: then fail."""
     if os.environ.get("FINRAG_SKIP_VLLM") == "1":
         pytest.skip("FINRAG_SKIP_VLLM=1")
     if not VLLM_PYTHON.exists():
         if os.environ.get("FINRAG_REQUIRE_VLLM") == "1":
             pytest.fail(f"{VLLM_PYTHON} not found: run `make vllm-venv`")
         pytest.skip("no vLLM CPU venv: `make vllm-venv` builds it")
+
+
+def test_async_engine_streams_and_batches_concurrent_requests(tmp_path):
+    need_vllm_venv()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
     proc = subprocess.run([str(VLLM_PYTHON), str(REPO / "tests" / "vllm_async_check.py"),
@@ -36,8 +41,7 @@ def test_async_engine_streams_and_batches_concurrent_requests(tmp_path):
 def test_concurrency_benchmark_runs_bounded(tmp_path):
     """benchmarks.engine_concurrency end to end on a tiny bounded run (its figures here mean
     nothing: the timed run is for an otherwise idle machine)."""
-    if os.environ.get("FINRAG_SKIP_VLLM") == "1" or not VLLM_PYTHON.exists():
-        pytest.skip("no vLLM CPU venv (`make vllm-venv`)")
+    need_vllm_venv()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
     proc = subprocess.run([str(VLLM_PYTHON), "-m", "benchmarks.engine_concurrency",
                            "--requests", "3", "--concurrency", "1,2", "--tokens", "8",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import date
-from typing import Any
+from typing import Any, Protocol
 
 from retrieval.routing.calendars import date_period, fiscal_year_of_calendar_year
 from retrieval.facts.classify import FactQuery
@@ -18,7 +18,7 @@ from retrieval.facts.concepts import ConceptTable, Metric
 from retrieval.facts.formula import Missing, evaluate
 from retrieval.facts.formula import parse as parse_formula
 from retrieval.facts.model import edgar_url
-from retrieval.facts.store import FactCompany, FactStore, StoredFact
+from retrieval.facts.store import FactCompany, FactLookup, FactStore, StoredFact
 from retrieval.facts.judgements import judged
 from retrieval.facts.trends import verdict
 from retrieval.facts.units import UnitRequest, in_requested_unit
@@ -91,7 +91,18 @@ class FactsResult:
     verdicts: list[str] = field(default_factory=list)  # the judged lines the text opens with
 
 
-class FactsAnswerer:
+class FactsSource(Protocol):
+    """The facts answerer of an index: its concept table, its store, and the answer to a
+    classified question for some companies."""
+
+    concepts: Any
+    store: FactLookup
+
+    def answer(self, query: Any, companies: list[Any]) -> Any:
+        ...
+
+
+class FactsAnswerer(FactsSource):
     def __init__(self, store: FactStore, concepts: ConceptTable):
         self.store = store
         self.concepts = concepts

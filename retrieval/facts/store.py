@@ -16,7 +16,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 from datetime import date
-from typing import Any, Iterable
+from typing import Any, Iterable, Protocol
 
 from retrieval.routing.calendars import fiscal_period, is_quarter_end, quarter_ending
 from retrieval.routing.companies import Company
@@ -128,7 +128,16 @@ def infer_calendar(facts: Iterable[Fact]) -> tuple[str, bool]:
     return f"{middle.month:02d}-{middle.day:02d}", week_based
 
 
-class FactStore:
+class FactLookup(Protocol):
+    """The facts store as the pipeline reads it: whether it holds facts, and a company."""
+
+    available: bool
+
+    def company(self, key: str) -> Any:
+        ...
+
+
+class FactStore(FactLookup):
     """The facts of an index. ``add`` replaces what an earlier ingest of the same source
     stored (re-ingest is idempotent); readers never see a half-written file."""
 

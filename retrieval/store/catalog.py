@@ -10,7 +10,7 @@ import re
 import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -134,7 +134,35 @@ class ChunkRecord:
     last_page: int
 
 
-class Catalog:
+class CatalogReader(Protocol):
+    """The read side of a catalog: filings, their pages, tables, chunks and chunk vectors."""
+
+    def document(self, doc_id: str) -> Any:
+        """The ``DocumentRecord`` of a filing, or None."""
+        ...
+
+    def pages(self, doc_id: str) -> list[tuple[int, str]]:
+        """(page number, text) of every page, in order."""
+        ...
+
+    def page_chunks(self, doc_id: str, pages: list[int]) -> list[Any]:
+        """The ``ChunkRecord``s of a filing that cover any of ``pages``, in document order."""
+        ...
+
+    def tables(self, doc_id: str, page: int | None = None) -> list[dict[str, Any]]:
+        """The tables of a filing (or of one page): page, index, header, rows."""
+        ...
+
+    def table_rows(self, doc_id: str) -> list[tuple[int, int, list[str], list[dict]]]:
+        """(table id, page, header, rows) of every table of a filing, in page order."""
+        ...
+
+    def vectors(self, ids: Any = None, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(ids, stored embeddings) of the given chunk ids."""
+        ...
+
+
+class Catalog(CatalogReader):
     def __init__(self, path: Path, *, readonly: bool = False):
         self.path = Path(path)
         self.readonly = readonly

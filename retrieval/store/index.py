@@ -8,11 +8,11 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
-from retrieval.store.catalog import Catalog, DocumentRecord
+from retrieval.store.catalog import Catalog, CatalogReader, DocumentRecord
 from retrieval.store.fusion import rrf
 from retrieval.store.lock import WriterLock
 from retrieval.store.vectors import VectorIndex
@@ -75,7 +75,22 @@ class UnknownDocumentError(KeyError):
         return str(self.args[0])
 
 
-class Index:
+class SearchIndex(Protocol):
+    """A read-only hybrid index: its settings, catalog and search."""
+
+    settings: Any
+    catalog: CatalogReader
+
+    def search(self, query: str, query_vector: Any, **kwargs) -> list[Any]:
+        """Hybrid search (``Index.search``'s keywords: k, doc_ids, fts_k, dense_k, rrf_k,
+        fts_weighted) → ``Hit``s."""
+        ...
+
+    def close(self) -> None:
+        ...
+
+
+class Index(SearchIndex):
     """Open with ``Index.open(dir)``; pass an embedder to search densely or to add documents."""
 
     def __init__(self, folder: Path, catalog: Catalog, settings: IndexSettings,

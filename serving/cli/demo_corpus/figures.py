@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval.demo.companies import FISCAL_YEARS, PROFILES, Company
+from serving.cli.demo_corpus.companies import FISCAL_YEARS, PROFILES, Company
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""``finrag facts extract``: fill an index's facts table from the statement tables of its PDF
+"""``finrag fetch``: download a company's companyfacts and 10-K/10-Q filings from SEC EDGAR.
+``finrag facts extract``: fill an index's facts table from the statement tables of its PDF
 filings (for an index built before ingest did it; re-running replaces each document's facts)."""
 
 from __future__ import annotations
@@ -6,6 +7,9 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+
+from retrieval.facts.edgar import (BASE_URL_ENV, DEFAULT_FORMS, USER_AGENT_ENV, fetch_company,
+                                   ingest_command)
 
 
 def cmd_extract(args) -> int:
@@ -59,7 +63,23 @@ def cmd_extract(args) -> int:
     return 1 if summary["errors"] else 0
 
 
-def add_parser(sub) -> None:
+def cmd_fetch(args) -> int:
+    report = fetch_company(args.ticker, args.out, years=args.years, forms=args.forms.split(","),
+                           user_agent=args.user_agent, progress=not (args.quiet or args.json))
+    if args.json:
+        print(json.dumps(report.summary(), indent=2))
+        return 0 if report.ok else 1
+    print(f"{report.ticker} (CIK {report.cik}): wrote {len(report.written)} file(s), skipped "
+          f"{len(report.skipped)} already present, {len(report.failed)} failed — {report.folder}")
+    for message in report.failed:
+        print(f"  failed: {message}")
+    for note in report.notes:
+        print(f"  note: {note}")
+    print(f"next: {ingest_command(report.folder)}")
+    return 0 if report.ok else 1
+
+
+def add_parsers(sub) -> None:
     p = sub.add_parser("facts", help="facts of an index read from its PDF statement tables")
     fsub = p.add_subparsers(dest="facts_command", required=True)
     e = fsub.add_parser(
@@ -74,3 +94,25 @@ def add_parser(sub) -> None:
     e.add_argument("--json", action="store_true", help="print the summary as JSON")
     e.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     e.set_defaults(func=cmd_extract)
+
+    p = sub.add_parser(
+        "fetch", help="download a company's companyfacts and 10-K/10-Q filings from SEC EDGAR",
+        description="Download SEC's companyfacts JSON and the primary HTML document of each "
+                    "10-K/10-Q into a folder `finrag ingest` reads, with a metadata sidecar "
+                    "(filings.jsonl). Files already there are skipped. SEC requires a "
+                    f"User-Agent naming you and a contact email (--user-agent or "
+                    f"${USER_AGENT_ENV}). ${BASE_URL_ENV} replaces both SEC hosts (a mirror). "
+                    "Exit status 1 if a file was missing on SEC, 2 on other errors.")
+    p.add_argument("ticker", metavar="TICKER", help="the company's ticker, e.g. NVDA")
+    p.add_argument("--years", type=int, nargs="+", metavar="YEAR",
+                   help="only these fiscal years (of the report date on the company's fiscal "
+                        "calendar); default: every filing in SEC's recent list")
+    p.add_argument("--forms", default=",".join(DEFAULT_FORMS),
+                   help="comma-separated forms: 10-K, 10-Q, 8-K (%(default)s)")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="output folder (data/sec/<ticker>)")
+    p.add_argument("--user-agent", metavar="'NAME EMAIL'",
+                   help=f"declared to SEC (default: ${USER_AGENT_ENV})")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_fetch)

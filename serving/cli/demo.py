@@ -21,7 +21,7 @@ def _line(ch: str = "─", n: int = 78) -> str:
 def run_demo(workdir: Path, *, serve: bool = True, profile: str = "cpu",
              port: int | None = None) -> int:
     from models.embedders import load_embedder
-    from retrieval.demo import generate_demo_corpus
+    from serving.cli.demo_corpus import generate_demo_corpus
     from retrieval.store.index import Index
     from retrieval.indexer import Ingestor
 
@@ -95,7 +95,7 @@ def _says(text: str, value: float) -> bool:
 
 def serve_demo(index: Path, questions: list[dict], facts_path: Path, *, profile: str = "cpu",
                port: int | None = None) -> int:
-    from serving.cli import print_answer
+    from serving.cli.output import print_answer
     from serving.server import free_port, get_json, post_json, service_from_file
 
     service = service_from_file(None, index=str(index), profile=profile,

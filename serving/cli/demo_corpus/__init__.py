@@ -29,15 +29,16 @@ Figures come from ``random.Random`` seeded with strings, which is stable across 
 by PYTHONHASHSEED. The PDF dates are fixed to the filing date and no file ID is written, so the
 same seed gives the same bytes.
 
-Usage: ``python -m retrieval.demo OUT_DIR [--seed N] [--force]``.
+Usage: ``python -m serving.cli.demo_corpus OUT_DIR [--seed N] [--force]``.
 
 Modules: ``companies`` (the registrants, their operating profiles and fiscal calendars),
 ``figures`` (seeded income statements and operating data, number formatting),
-``wording`` (the section text templates), ``filings`` (10-K and 10-Q composition),
+``wording`` and ``industries`` (the section text templates), ``filings`` (10-K and 10-Q
+composition),
 ``layout`` (the block model, page layout and PDF painting), ``questions`` (the demo
 questions) and ``corpus`` (the files on disk and the command).
 """
 
-from retrieval.demo.corpus import GENERATOR_VERSION, DemoCorpus, generate_demo_corpus
+from serving.cli.demo_corpus.corpus import GENERATOR_VERSION, DemoCorpus, generate_demo_corpus
 
 __all__ = ["GENERATOR_VERSION", "DemoCorpus", "generate_demo_corpus"]

@@ -1,5 +1,0 @@
-import sys
-
-from retrieval.demo.corpus import main
-
-sys.exit(main())

@@ -1,0 +1,259 @@
+"""Who may ask, and how many answers run at once: the bearer token, the checks a request passes
+before a handler runs, admission of answers to the worker pool under a deadline, and the
+mapping of every failure to a reply a client can act on (never a trace, a path or an
+exception's class).
+
+The Ingress (``serving.app``) holds one ``Gate``; the middleware and every endpoint go through
+it, so the HTTP API and the OpenAI surface share the same auth, limits and errors.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import math
+import re
+import statistics
+import time
+import uuid
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Callable
+
+from fastapi import Request
+from ray.exceptions import RayActorError
+from ray.serve.exceptions import (BackPressureError, DeploymentUnavailableError,
+                                  ReplicaUnavailableError)
+from starlette.requests import ClientDisconnect
+
+from retrieval.systems.run import QuestionError, check_question
+from serving.config import AppConfig, is_loopback
+from serving.metrics import Metrics
+from serving.remote import Budget, CallCancelled, DeadlineExceeded
+
+log = logging.getLogger("finrag.serve")
+
+# a replica died, is restarting, or is full: a fault of the service the client may retry
+_UNAVAILABLE = (RayActorError, BackPressureError, DeploymentUnavailableError,
+                ReplicaUnavailableError)
+
+
+class ApiError(Exception):
+    """A reply that is not the answer: HTTP status, a kind clients can switch on, a message."""
+
+    def __init__(self, status: int, kind: str, message: str, headers: dict | None = None):
+        super().__init__(message)
+        self.status, self.kind, self.message, self.headers = status, kind, message, headers
+
+
+def incident(exc: BaseException) -> str:
+    """Log a failure of the service with a short id; the client gets only the id."""
+    number = uuid.uuid4().hex[:12]
+    log.error("incident %s: %s", number, type(exc).__name__, exc_info=exc)
+    return f"internal error (incident {number}); the service log has the details"
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[-1] if text else ""
+
+
+_PATH = re.compile(r"(?<![\w.:])(?:~|\.{1,2})?/[^\s'\"`,;)]*")
+
+
+def no_paths(text: str) -> str:
+    """A message without file-system paths (a client has no business knowing them)."""
+    return _PATH.sub("<path>", text)
+
+
+def model_name(model: str) -> str:
+    """A model id as a client may see it: a hub id as is, a local folder by its name only."""
+    if model.startswith(("/", "~", "./", "../")) or "\\" in model:
+        return Path(model.rstrip("/\\")).name or "local-model"
+    return model
+
+
+def public(answer):
+    """The Answer without local model folders (model ids of weights loaded from disk)."""
+    answer.model_ids = {role: model_name(m) for role, m in answer.model_ids.items()}
+    for call in answer.calls:
+        call.model_id = model_name(call.model_id)
+    return answer
+
+
+def check_auth(cfg: AppConfig, host: str | None) -> None:
+    """Refuse a service others can reach without a bearer token (``auth.required``; by
+    default whenever ``host`` is not loopback)."""
+    required = cfg.auth.required if cfg.auth.required is not None else not is_loopback(host)
+    if required and cfg.auth.token() is None:
+        where = (f"listening on {host}, " if host and not is_loopback(host) else "")
+        raise ValueError(
+            f"refusing to start: {where}the service needs a bearer token and none is set. "
+            f"Put one (12+ characters) in ${cfg.auth.bearer_token_env or 'FINRAG_API_TOKEN'}, "
+            f"or in a file named by $FINRAG_API_TOKEN_FILE (auth.bearer_token_file), or listen "
+            f"on 127.0.0.1 only")
+
+
+class Gate:
+    """One Ingress's door: the bearer token (re-read as a mounted secret rotates), the request
+    checks, and at most ``limits.max_in_flight`` answers at once, each in a worker thread
+    under ``limits.deadline_s``. One more gets 503 with Retry-After at once, so a client never
+    waits on a hidden queue; an admitted answer always gets a reply."""
+
+    def __init__(self, cfg: AppConfig, metrics: Metrics):
+        self.cfg, self.metrics = cfg, metrics
+        self.pool = ThreadPoolExecutor(cfg.limits.max_in_flight + 1, thread_name_prefix="answer")
+        self.in_flight = 0
+        self.recent: deque[float] = deque(maxlen=32)  # seconds of recent answers
+        self.running: dict[asyncio.Future, tuple[float, Budget]] = {}  # start, budget
+        self._token, self._token_read = cfg.auth.token(), time.monotonic()
+
+    # who may ask ----------------------------------------------------------------------
+    def _bearer(self) -> str | None:
+        # re-read now and then: a mounted secret is rotated in place
+        if time.monotonic() - self._token_read > 30:
+            try:
+                self._token = self.cfg.auth.token() or self._token
+            except ValueError:
+                pass  # a half-written secret: keep the last good token
+            self._token_read = time.monotonic()
+        return self._token
+
+    def authorize(self, request: Request) -> None:
+        token = self._bearer()
+        if token is None:
+            return
+        given = request.headers.get("authorization", "")
+        scheme, _, value = given.partition(" ")
+        # as bytes: compare_digest raises on a str with non-ASCII characters
+        if scheme.lower() != "bearer" or not hmac.compare_digest(
+                value.strip().encode("utf-8", "surrogateescape"), token.encode()):
+            raise ApiError(401, "unauthorized", "a valid bearer token is required "
+                                                "(Authorization: Bearer <token>)",
+                           {"WWW-Authenticate": "Bearer"})
+
+    async def check_request(self, request: Request) -> None:
+        """The checks every request passes before a handler runs, cheapest first: the bearer
+        token of /v1/* (before the body, so a stranger cannot hold a slot with a slow body),
+        then the body's declared size, then the body itself within ``limits.body_timeout_s``.
+        Raises the ApiError that refuses it."""
+        limits = self.cfg.limits
+        if request.url.path.startswith("/v1/"):
+            self.authorize(request)
+        if request.method not in ("POST", "PUT", "PATCH"):
+            return
+        length = request.headers.get("content-length")
+        if length is None:
+            raise ApiError(411, "bad_request", "a Content-Length header is required")
+        if not (length.isascii() and length.isdigit()):
+            raise ApiError(400, "bad_request", "Content-Length must be a number of bytes")
+        if int(length) > limits.max_body_bytes:
+            raise ApiError(413, "too_large", f"request body of {int(length)} bytes is over the "
+                                             f"limit of {limits.max_body_bytes} bytes")
+        try:  # read here and cached: the handler gets the same bytes
+            body = await asyncio.wait_for(request.body(), limits.body_timeout_s)
+        except asyncio.TimeoutError:
+            raise ApiError(408, "slow_body", f"the request body did not arrive within "
+                                             f"{limits.body_timeout_s:g} s") from None
+        except ClientDisconnect:
+            raise ApiError(400, "bad_request", "the client closed the request early") from None
+        if len(body) != int(length):
+            raise ApiError(400, "bad_request", "the body is not as long as its Content-Length")
+
+    def check_question(self, question: str) -> None:
+        limit = self.cfg.limits.max_question_chars
+        if not question.strip():
+            raise ApiError(422, "bad_request", "question: empty; ask a question in plain words")
+        if len(question) > limit:
+            raise ApiError(422, "bad_request", f"question: {len(question)} characters is "
+                                               f"over the limit of {limit}")
+        try:
+            check_question(question)
+        except QuestionError as e:
+            raise ApiError(422, "bad_request", f"question: {e}") from None
+
+    # how many at once -------------------------------------------------------------------
+    def retry_after(self) -> int:
+        if self.cfg.limits.retry_after_s:
+            return self.cfg.limits.retry_after_s
+        return max(1, math.ceil(statistics.median(self.recent))) if self.recent else 5
+
+    def admit(self, answer: Callable[[], Any]) -> asyncio.Future:
+        """Run ``answer()`` in a worker thread under the deadline, or raise 503 when the
+        limit is reached."""
+        limit = self.cfg.limits.max_in_flight
+        if self.in_flight >= limit:
+            wait = self.retry_after()
+            raise ApiError(503, "overloaded", f"overloaded: {self.in_flight} answers in "
+                           f"progress (limit {limit}); retry after {wait} s",
+                           {"Retry-After": str(wait)})
+        self.in_flight += 1  # the event loop is single-threaded: no race with the check
+        self.metrics.in_flight.set(self.in_flight)
+        budget = Budget(self.cfg.limits.deadline_s)
+
+        def work():
+            with budget:  # every deployment call waits at most until the deadline
+                return answer()
+
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self.pool, work)
+        self.running[future] = (time.monotonic(), budget)
+        loop.call_later(self.cfg.limits.deadline_s, budget.cancel)
+        future.add_done_callback(self._finished)
+        return future
+
+    def give_up(self, future: asyncio.Future) -> None:
+        """The client left or the deadline passed: cancel the answer's calls in flight."""
+        running = self.running.get(future)
+        if running is not None and not future.done():
+            running[1].cancel()
+
+    async def result(self, future: asyncio.Future):
+        """An admitted answer, or the ApiError that says why not (504 past the deadline)."""
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), self.cfg.limits.deadline_s)
+        except asyncio.TimeoutError:
+            self.give_up(future)
+            raise ApiError(504, "deadline", f"no answer within the deadline of "
+                                            f"{self.cfg.limits.deadline_s:g} s") from None
+        except asyncio.CancelledError:  # the client went away
+            self.give_up(future)
+            raise
+        except Exception as exc:
+            raise self.failure(exc) from None
+
+    def _finished(self, future: asyncio.Future) -> None:
+        self.running.pop(future, None)
+        self.in_flight -= 1
+        self.metrics.in_flight.set(self.in_flight)
+        if future.cancelled() or future.exception() is not None:
+            return
+        answer = future.result()
+        # stages ran in other processes: this process's CPU time would undercount
+        answer.energy["cpu_seconds"] = None
+        self.recent.append(answer.timings_ms.get("total", 0.0) / 1000)
+        self.metrics.answered(answer)
+
+    def oldest_start(self) -> float | None:
+        """When the longest-running admitted answer started (monotonic), or None."""
+        return min((start for start, _ in self.running.values()), default=None)
+
+    # what went wrong, as a reply --------------------------------------------------------
+    def failure(self, exc: BaseException) -> ApiError:
+        """The reply for an answer that failed: what the client can act on."""
+        if isinstance(exc, QuestionError):
+            return ApiError(422, "bad_request", f"question: {no_paths(first_line(exc))}")
+        if isinstance(exc, FileNotFoundError):  # a system whose index variant is not served
+            return ApiError(400, "bad_request", no_paths(first_line(exc)) or
+                            "a needed index is not served")
+        if isinstance(exc, (DeadlineExceeded, CallCancelled)):
+            return ApiError(504, "deadline", "no answer within the deadline of "
+                                             f"{self.cfg.limits.deadline_s:g} s")
+        if isinstance(exc, _UNAVAILABLE):  # a replica died or is full: Serve brings it back
+            wait = self.retry_after()
+            return ApiError(503, "unavailable", f"a part of the service is restarting or "
+                                                f"busy; retry after {wait} s",
+                            {"Retry-After": str(wait)})
+        return ApiError(500, "internal", incident(exc))

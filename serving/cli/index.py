@@ -1,0 +1,205 @@
+"""``finrag ingest``, ``remove``, ``search`` and ``documents``: filings into an index, out of it,
+and what it holds."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+from retrieval.systems.options import add_index_option, add_profile_options, index_dir
+from serving.cli.output import pages, snippet
+
+
+def cmd_ingest(args) -> int:
+    from models.profiles import load_config, load_profile_embedder
+    from retrieval.routing.companies import CompanyTable
+    from retrieval.indexer import Ingestor
+
+    companies = CompanyTable.load(args.companies or [])
+    profile = load_config().active(args.profile)
+    embedder = load_profile_embedder(profile, batch_size=args.batch_size)
+    contextualizer = None
+    if args.variant == "llmctx":  # the profile's generator writes the contexts
+        from models.profiles import load_llm
+        from retrieval.ingest.variants import Contextualizer
+
+        contextualizer = Contextualizer(lambda: load_llm(profile, "generator"),
+                                        model_id=profile.role("generator").model,
+                                        batch_size=args.context_batch_size)
+    ingestor = Ingestor(index_dir(args), embedder, chunk_size=args.chunk_size,
+                        chunk_overlap=args.chunk_overlap, metadata=args.metadata,
+                        companies=companies, tables=not args.no_tables,
+                        variant=args.variant, contextualizer=contextualizer,
+                        replace=args.replace, accept_repaired=args.accept_repaired)
+    try:
+        report = ingestor.run(args.paths, progress=not args.quiet,
+                              on_error=lambda m: print(f"error: {m}", file=sys.stderr))
+        counts = ingestor.index.catalog.counts() | {"facts": ingestor.facts.counts()["facts"]}
+        size = ingestor.index.size_bytes()
+        variant = ingestor.index.settings.variant
+    finally:
+        ingestor.close()
+    summary = report.summary() | {"index": str(index_dir(args)), "variant": variant,
+                                  "index_totals": counts,
+                                  "index_bytes": size,
+                                  "errors": [m for _, m in report.failed]}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        s = summary
+        print(f"ingested {s['added']} document(s) ({s['replaced']} replacing an older "
+              f"file), skipped {s['skipped']} already indexed, "
+              f"{s['failed']} failed — {s['pages']} pages, {s['chunks']} chunks in "
+              f"{s['seconds']:.1f}s ({s['pages_per_s'] or 0:.1f} pages/s)")
+        if variant == "llmctx":
+            print(f"chunk contexts: {s['contexts_generated']} written by the LLM in "
+                  f"{s['context_seconds']:.1f}s, {s['contexts_reused']} reused")
+        if s["facts_files"]:
+            print(f"XBRL facts: {s['facts_added']} stored from {s['facts_files']} file(s)")
+        print(f"index {s['index']} ({variant}): {counts['documents']} documents, "
+              f"{counts['chunks']} chunks, {counts['tables']} tables, "
+              f"{counts['facts']} XBRL facts, {size / 1e6:.1f} MB")
+    return 0 if report.ok else 1
+
+
+def cmd_search(args) -> int:
+    from models.profiles import load_config, load_profile_embedder
+    from retrieval.store.index import Index, UnknownDocumentError
+
+    query = args.query.strip()
+    if not query:
+        print("error: empty query", file=sys.stderr)
+        return 2
+    with Index.open(index_dir(args)) as index:
+        vector = None
+        if args.mode != "fts":
+            embedder = load_profile_embedder(load_config(args.config).active(args.profile))
+            index.check_embedder(embedder)
+            vector = embedder.encode([query])[0]
+        try:
+            if args.mode == "hybrid":
+                hits = index.search(query, vector, k=args.k, doc_ids=args.doc or None)
+                rows = [h.to_dict() for h in hits]
+            else:
+                pairs = (index.search_fts(query, args.k, args.doc or None) if args.mode == "fts"
+                         else index.search_dense(vector, args.k, args.doc or None))
+                records = index.catalog.chunks([c for c, _ in pairs])
+                rows = [{"chunk_id": c, "doc_id": records[c].doc_id,
+                         "first_page": records[c].first_page, "last_page": records[c].last_page,
+                         "score": s, "rank": r, "text": records[c].text}
+                        for r, (c, s) in enumerate(pairs, start=1)]
+        except UnknownDocumentError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+    if args.json:
+        print(json.dumps({"query": query, "mode": args.mode, "scope": args.doc or None,
+                          "hits": rows}, indent=2))
+        return 0
+    if not rows:
+        print("no results")
+    for r in rows:
+        print(f"{r['rank']:>2}. {r['doc_id']}  {pages(r['first_page'], r['last_page'])}  "
+              f"score={r['score']:.4f}")
+        print(textwrap.indent(snippet(r["text"]), "    "))
+    return 0
+
+
+def cmd_documents(args) -> int:
+    from retrieval.store.index import Index
+
+    with Index.open(index_dir(args)) as index:
+        docs = [d.to_dict() for d in index.documents()]
+    if args.json:
+        print(json.dumps(docs, indent=2))
+        return 0
+    print(f"{'doc_id':44} {'company':24} {'type':8} {'FY':>4} {'Q':>2} {'pages':>5} {'chunks':>6}")
+    for d in docs:
+        print(f"{d['doc_id'][:44]:44} {d['company'][:24]:24} {d['doc_type']:8} "
+              f"{d['fiscal_year'] or '':>4} {d['fiscal_quarter'] or '':>2} "
+              f"{d['page_count']:>5} {d['chunk_count']:>6}")
+    return 0
+
+
+def cmd_remove(args) -> int:
+    from retrieval.indexer import remove_document
+    from retrieval.store.index import Index
+
+    missing = []
+    with Index.open(index_dir(args), readonly=False) as index:  # the writer's lock
+        for doc_id in args.doc_ids:
+            if remove_document(index, doc_id):
+                print(f"removed {doc_id}")
+            else:
+                missing.append(doc_id)
+    for doc_id in missing:
+        print(f"error: no document {doc_id!r} in the index (see `finrag documents`)",
+              file=sys.stderr)
+    return 1 if missing else 0
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("ingest", help="add filings (PDF, SEC HTML) and XBRL facts "
+                                      "(companyfacts JSON) to an index",
+                       description="Parse, chunk, embed and index filings; store the XBRL facts "
+                                   "of SEC companyfacts files (CIK##########.json) and of "
+                                   "inline-XBRL 10-K/10-Q HTML. Resumable: documents and facts "
+                                   "files already stored (same sha256) are skipped; each is "
+                                   "added all-or-nothing. Exit status 1 if any file failed.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="files or folders of filings")
+    p.add_argument("--metadata", type=Path, metavar="FILE",
+                   help="sidecar JSONL with document metadata (FinanceBench documents.jsonl "
+                        "or finrag's format); otherwise parsed from file names")
+    p.add_argument("--companies", type=Path, action="append", metavar="FILE",
+                   help="extra company table YAML (name, ticker, aliases); repeatable")
+    p.add_argument("--chunk-size", type=int, default=2500, help="characters per chunk (2500)")
+    p.add_argument("--chunk-overlap", type=int, default=1250, help="overlap in characters (1250)")
+    p.add_argument("--batch-size", type=int, default=32, help="embedding batch size (32)")
+    p.add_argument("--no-tables", action="store_true", help="skip table extraction")
+    p.add_argument("--variant", choices=("plain", "meta", "llmctx"), default="plain",
+                   help="indexed chunk text, fixed per index: plain; meta (V-A: "
+                        "'[Company: X, Fiscal Year: Y, ...]' prefix); llmctx (V-B: an "
+                        "LLM-written context per chunk, persisted, resumable) (plain)")
+    p.add_argument("--profile", default=None,
+                   help="model profile: its embedder embeds the chunks, its generator writes "
+                        "llmctx contexts (default: config)")
+    p.add_argument("--context-batch-size", type=int, default=8,
+                   help="llmctx: chunks per LLM batch; each batch is persisted (8)")
+    p.add_argument("--replace", action="store_true",
+                   help="a file whose document id is indexed with other content replaces that "
+                        "document (in one transaction); without it such a file is refused")
+    p.add_argument("--accept-repaired", action="store_true",
+                   help="index damaged PDFs that only open repaired (truncated, broken "
+                        "cross-references; part of their text may be missing); refused "
+                        "without it")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    add_index_option(p)
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("remove", help="take documents out of an index",
+                       description="Delete documents with their pages, tables, chunks, vectors "
+                                   "and the facts read from their files, each in one "
+                                   "transaction. Exit status 1 if an id is not in the index.")
+    p.add_argument("doc_ids", nargs="+", metavar="DOC_ID", help="document id (`finrag "
+                                                                 "documents`)")
+    add_index_option(p)
+    p.set_defaults(func=cmd_remove)
+
+    p = sub.add_parser("search", help="hybrid search, optionally inside chosen documents",
+                       description="FTS5 BM25 and dense search fused by reciprocal rank fusion. "
+                                   "--doc restricts results to those documents.")
+    p.add_argument("query")
+    p.add_argument("--doc", action="append", metavar="ID", help="restrict to a document id; repeatable")
+    p.add_argument("-k", type=int, default=5, help="number of results (5)")
+    p.add_argument("--mode", choices=("hybrid", "fts", "dense"), default="hybrid")
+    p.add_argument("--json", action="store_true", help="print results as JSON")
+    add_index_option(p)
+    add_profile_options(p, "model profile whose embedder embeds the query")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("documents", help="list the documents in an index")
+    p.add_argument("--json", action="store_true")
+    add_index_option(p)
+    p.set_defaults(func=cmd_documents)
