@@ -23,7 +23,7 @@ from typing import Any
 
 from benchmarks import report as R
 from benchmarks import stats
-from benchmarks.serve_load import MIN_TAIL_SAMPLES
+from benchmarks.serve_load_report import MIN_TAIL_SAMPLES
 
 # Named SLAs on accuracy, tokens per query and seconds per answer, and joules per answer where
 # energy is measured. Latency ceilings are for this project's CPU profile (2 cores); on a GPU

@@ -27,6 +27,7 @@ from typing import Any
 
 from benchmarks import report as R
 from benchmarks import serve_load as L
+from benchmarks import serve_load_report as SR
 
 GPU_RUNBOOK = """\
 ## Running this on a GPU server
@@ -65,7 +66,7 @@ def in_process(pipe, questions: list[dict], levels: list[int], *, requests: int,
         answers = pipe.answer_many([q["question"] for q in qs], system, generate=generate)
         wall_ms = (time.perf_counter() - t0) * 1000
         for k, (q, a) in enumerate(zip(qs, answers)):
-            row = {"status": 200, "outcome": L.OK, "latency_ms": round(wall_ms, 2),
+            row = {"status": 200, "outcome": SR.OK, "latency_ms": round(wall_ms, 2),
                    "phase": label, "concurrency": c, "seq": seq0 + k,
                    "question_id": q.get("id") or q["_i"],
                    "t_end_s": round(time.perf_counter() - t_level, 3),
@@ -89,7 +90,7 @@ def in_process(pipe, questions: list[dict], levels: list[int], *, requests: int,
             sent += len(qs)
         mine = [r for r in rows if r["phase"] == label]
         levels_out.append({"concurrency": c,
-                           **L.summarise(mine, time.perf_counter() - start, sent)})
+                           **SR.summarise(mine, time.perf_counter() - start, sent)})
     return {"levels": levels_out, "overload": None, "metrics": [], "rows": rows}
 
 
@@ -168,7 +169,7 @@ def report(result: dict[str, Any], files: list[str]) -> str:
             lines.append(f"- C={lv['concurrency']}: **{b['stage']}** — {R.pct(b['share'])} of "
                          f"the stage time, {b['mean_ms'] / 1000:.2f} s per answer on average")
     lines += ["", "## Latency and throughput per concurrency level", ""]
-    lines += L.level_table(result["levels"])
+    lines += SR.level_table(result["levels"])
     lines += ["", "## Cost per answer", ""]
     lines += cost_rows(result["levels"])
     if all(lv.get("cpu_seconds") is None for lv in result["levels"]):
@@ -306,7 +307,7 @@ def main(args) -> int:
                                  f"{platform.python_version()}",
                       "config_hash": R.config_hash(config)}
     title = f"{profile}, {args.system}, {mode}"
-    files = L.draw_plots(result["levels"], result["rows"], out, title)
+    files = SR.draw_plots(result["levels"], result["rows"], out, title)
     files.append(stage_plot(result["levels"], out, title))
     R.write_json(out / "results.json", result)
     (out / "report.md").write_text(report(result, files), encoding="utf-8")

@@ -245,7 +245,7 @@ def yes_no_by_class(records: list[dict]) -> dict[str, Any]:
 
 
 def summarize(records: list[dict], systems: list[str], reference: str) -> dict[str, Any]:
-    from benchmarks.serve_load import percentile
+    from benchmarks.serve_load_report import percentile
     from retrieval.systems.evaluation import summarize as retrieval_summary
 
     stale = [r for r in records if r.get("stale")]
