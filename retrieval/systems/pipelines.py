@@ -230,7 +230,9 @@ class Pipeline:
     # generation --------------------------------------------------------------------
     def _generate_all(self, runs: list[tuple[Run, list[Block], list]],
                       on_text: Callable[[str], None] | None) -> None:
-        engine = self.engine("generator")
+        # no generator is loaded for answers that need none (the facts route's, "not found")
+        needed = any(not run.done and blocks for run, blocks, _ in runs)
+        engine = self.engine("generator") if needed else None
         params = SamplingParams(max_tokens=self.settings.answer_tokens)
         if on_text is not None and len(runs) == 1:
             # one answer streamed: what no generator call streams (an answer from the facts,

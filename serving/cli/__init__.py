@@ -17,7 +17,7 @@ import argparse
 import os
 import signal
 import sys
-from importlib.metadata import entry_points
+from importlib import metadata
 
 from serving.cli import ask, doctor, facts, index, serve
 
@@ -42,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_plugin_commands(sub) -> None:
     """Add the commands other packages register under the ``finrag.commands`` entry points."""
-    for ep in entry_points(group="finrag.commands"):
+    for ep in metadata.entry_points(group="finrag.commands"):
         try:
             ep.load()(sub)
         except Exception as e:  # one broken command must not take the others down
