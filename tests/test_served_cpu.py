@@ -162,9 +162,17 @@ def test_every_system_answers_in_the_web_page(served, system):
         browser.get(served["url"] + "/")
         wait = WebDriverWait(browser, 900, ignored_exceptions=(StaleElementReferenceException,))
         browser.find_element(By.ID, "token").send_keys(TOKEN, Keys.TAB)
-        wait.until(lambda b: system in b.execute_script(
+        # the page lists two systems until the token lets it read /v1/models, then rebuilds the
+        # list: wait for the served list (it has agentic), then choose (a rebuild in between
+        # makes the element stale, which the wait retries)
+        wait.until(lambda b: "agentic" in b.execute_script(
             "return [...document.querySelectorAll('#system option')].map(o => o.value)"))
-        Select(browser.find_element(By.ID, "system")).select_by_value(system)
+
+        def chosen(b) -> bool:
+            Select(b.find_element(By.ID, "system")).select_by_value(system)
+            return b.find_element(By.ID, "system").get_attribute("value") == system
+
+        wait.until(chosen)
         for kind in sorted(QUESTIONS):
             box = browser.find_element(By.ID, "question")
             box.clear()
