@@ -57,7 +57,7 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 bench-ingest: $(STAMP)
-	$(BIN)/python -m benchmarks.ingest_search
+	$(BIN)/python -m finrag.benchmarks.ingest_search
 
 clean:
 	rm -rf .finrag .pytest_cache

@@ -1,7 +1,7 @@
 """Batch scoring throughput: ``finrag batch`` on Ray Data against a plain sequential loop over
 the same pipeline, on the same questions, in one run; then a resume check.
 
-    python -m benchmarks.batch_throughput --index var/fb-index --profile cpu \\
+    python -m finrag.benchmarks.batch_throughput --index var/fb-index --profile cpu \\
         --questions ../shared/data/financebench/questions.dev.jsonl --batch-size 8
 
 Writes benchmarks/results/<name>/ report.md, results.json, throughput.png and the two answer
@@ -18,7 +18,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from benchmarks import report as R
+from finrag.benchmarks import report as R
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_QUESTIONS = REPO.parent / "shared" / "data" / "financebench" / "questions.dev.jsonl"
@@ -85,7 +85,7 @@ def _report(results: dict, command: str) -> str:
 
 def split_questions(path: Path, split: str, out: Path) -> Path:
     """The question lines of one split, written to ``out/questions_<split>.jsonl``."""
-    from benchmarks.splits import select
+    from finrag.benchmarks.splits import select
 
     records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()
                if line.strip()]
@@ -98,7 +98,7 @@ def split_questions(path: Path, split: str, out: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from serving.batch import read_questions, run_batch
+    from finrag.serving.batch import read_questions, run_batch
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--index", type=Path, required=True)
@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         run["out"] = R.shown_path(run["out"])
     (out / "results.json").write_text(json.dumps(results, indent=2))
     _plot(results, out)
-    command = "python -m benchmarks.batch_throughput " + shlex.join(argv or sys.argv[1:])
+    command = "python -m finrag.benchmarks.batch_throughput " + shlex.join(argv or sys.argv[1:])
     (out / "report.md").write_text(_report(results, command))
     print((out / "report.md").read_text())
     return 0

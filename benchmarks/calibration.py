@@ -17,10 +17,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks import judge as J
-from benchmarks import report as R
-from benchmarks import scorer, stats
-from benchmarks.splits import seeded_rank, split_ids
+from finrag.benchmarks import judge as J
+from finrag.benchmarks import report as R
+from finrag.benchmarks import scorer, stats
+from finrag.benchmarks.splits import seeded_rank, split_ids
 
 # Landis & Koch's reading of kappa
 KAPPA_BANDS = ((0.0, "poor"), (0.20, "slight"), (0.40, "fair"), (0.60, "moderate"),
@@ -251,7 +251,7 @@ def run(*, profiles: list[str], labelled: Path, configurations: list[str] | None
         limit: int | None, out: Path, command: str, chunk: int = 8, rules: bool = True,
         progress: bool = True, split: str = "test", questions: Path | None = None,
         llm: bool = True, sample: int | None = None) -> dict[str, Any]:
-    from models.profiles import load_config
+    from finrag.models.profiles import load_config
 
     rows = split_rows(J.load_labelled(labelled), split,
                       questions or labelled.parent / "questions.dev.jsonl")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 def add_parser(sub) -> None:
-    from benchmarks import (calibration, engine_compare, facts_financebench, facts_quality, pareto,
+    from finrag.benchmarks import (calibration, engine_compare, facts_financebench, facts_quality, pareto,
                             perf, quality)
 
     bench = sub.add_parser("bench", help="benchmarks: answer quality, judge calibration, "

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import report as R
+from finrag.benchmarks import report as R
 
 NAME = "engines"
 CHARS_PER_TOKEN = 3.5
@@ -58,8 +58,8 @@ def add_parser(sub) -> None:
 def answer_prompts(n: int, context_tokens: int,
                    questions_file: Path = R.SHARED / "questions.dev.jsonl") -> list[dict[str, Any]]:
     """The first ``n`` dev questions (tune half, then test) with their answer prompts."""
-    from benchmarks.splits import split_of
-    from retrieval.systems.context import Block, answer_messages
+    from finrag.benchmarks.splits import split_of
+    from finrag.retrieval.systems.context import Block, answer_messages
 
     questions = [json.loads(line) for line in questions_file.read_text().splitlines() if line]
     split = split_of(questions)
@@ -85,10 +85,10 @@ def answer_prompts(n: int, context_tokens: int,
 # one engine, in its own process ---------------------------------------------------------
 def context_cost(engine, filing: Path, k: int, batch_size: int = 4) -> dict[str, Any]:
     """V-B contexts for ``k`` consecutive chunks of ``filing``, as the ingest writes them."""
-    from retrieval.indexer import parse_file
-    from retrieval.ingest.chunking import chunk_pages
-    from retrieval.ingest.metadata import resolve_metadata
-    from retrieval.ingest.variants import Contextualizer
+    from finrag.retrieval.indexer import parse_file
+    from finrag.retrieval.ingest.chunking import chunk_pages
+    from finrag.retrieval.ingest.metadata import resolve_metadata
+    from finrag.retrieval.ingest.variants import Contextualizer
 
     parsed = parse_file(filing)
     chunks = chunk_pages(parsed.pages)
@@ -103,8 +103,8 @@ def context_cost(engine, filing: Path, k: int, batch_size: int = 4) -> dict[str,
 
 def worker(spec: str, profile_name: str, prompts_file: Path, out_file: Path,
            max_tokens: int, contexts: int = 0, filing: Path | None = None) -> None:
-    from models.llm import SamplingParams
-    from models.profiles import load_config, load_llm
+    from finrag.models.llm import SamplingParams
+    from finrag.models.profiles import load_config, load_llm
 
     name, nocache = spec.removesuffix("+nocache"), spec.endswith("+nocache")
     engine_name, _, model = name.partition(":")
@@ -138,7 +138,7 @@ def worker(spec: str, profile_name: str, prompts_file: Path, out_file: Path,
 
 def run_engine(spec: str, profile: str, prompts_file: Path, out_file: Path,
                max_tokens: int, contexts: int = 0, filing: Path | None = None) -> None:
-    cmd = [sys.executable, "-m", "benchmarks.engine_compare", "--worker", spec, profile,
+    cmd = [sys.executable, "-m", "finrag.benchmarks.engine_compare", "--worker", spec, profile,
            str(prompts_file), str(out_file), str(max_tokens), str(contexts), str(filing or "")]
     done = subprocess.run(cmd, cwd=R.REPO, timeout=4 * 3600)
     if done.returncode:
@@ -244,7 +244,7 @@ def report(args, rows: dict[str, dict], files: list[str], n_prompts: int, chash:
 
 
 def main(args) -> int:
-    from models.profiles import load_config
+    from finrag.models.profiles import load_config
 
     profile = load_config(env={}).active(args.profile)
     max_tokens = args.max_tokens or profile.pipeline.answer_tokens

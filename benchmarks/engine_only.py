@@ -17,7 +17,7 @@ import os
 import platform
 from pathlib import Path
 
-from benchmarks import report as R
+from finrag.benchmarks import report as R
 
 
 def add_arguments(p) -> None:
@@ -35,7 +35,7 @@ def engine_throughput(engine, *, prompt_tokens: int, output_tokens: int, batch_s
     """Tokens/s and joules per token of ``engine.generate_ids`` at each batch size."""
     import numpy as np
 
-    from models.energy import select_meter
+    from finrag.models.energy import select_meter
 
     meter = meter or select_meter()
     rng = np.random.default_rng(seed)
@@ -84,7 +84,7 @@ def plot(rows: list[dict], out: Path, title: str) -> str:
 def main(args) -> int:
     import importlib.util
 
-    from models.vllm_engine import VLLMEngine
+    from finrag.models.vllm_engine import VLLMEngine
 
     if importlib.util.find_spec("vllm") is None:
         raise RuntimeError("--engine-only needs vLLM in this environment: install finrag with "
@@ -143,7 +143,7 @@ if __name__ == "__main__":  # for an environment that has vLLM but not all of fi
     import argparse
     import sys
 
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.engine_only",
+    parser = argparse.ArgumentParser(prog="python -m finrag.benchmarks.engine_only",
                                      description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("engine_only", metavar="MODEL")

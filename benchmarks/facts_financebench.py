@@ -22,9 +22,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from benchmarks import report as R
-from benchmarks.scorer import score
-from benchmarks.splits import split_of
+from finrag.benchmarks import report as R
+from finrag.benchmarks.scorer import score
+from finrag.benchmarks.splits import split_of
 
 NAME = "facts_fb"
 QUESTION_TYPE = "metrics-generated"
@@ -34,13 +34,13 @@ DEFAULT_HDRR = R.RESULTS / "quality_cpu" / "per_question.jsonl"
 
 def facts_answers(index: Path, questions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One record per question: route, whether the facts route answered, its text, verdict."""
-    from retrieval.store.catalog import Catalog
-    from retrieval.routing.companies import CompanyTable
-    from retrieval.facts.answer import FactsAnswerer
-    from retrieval.facts.classify import classify
-    from retrieval.facts.concepts import default_concepts
-    from retrieval.facts.store import FactStore
-    from retrieval.routing.mentions import CompanyDictionary, extract_mentions
+    from finrag.retrieval.store.catalog import Catalog
+    from finrag.retrieval.routing.companies import CompanyTable
+    from finrag.retrieval.facts.answer import FactsAnswerer
+    from finrag.retrieval.facts.classify import classify
+    from finrag.retrieval.facts.concepts import default_concepts
+    from finrag.retrieval.facts.store import FactStore
+    from finrag.retrieval.routing.mentions import CompanyDictionary, extract_mentions
 
     catalog = Catalog(index / "catalog.sqlite", readonly=True)
     try:

@@ -34,9 +34,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks import facts_gold as G
-from benchmarks import report as R
-from benchmarks.facts_quality_report import MIN_P95, STRUCTURED, SYSTEM, _ci, plots, report
+from finrag.benchmarks import facts_gold as G
+from finrag.benchmarks import report as R
+from finrag.benchmarks.facts_quality_report import MIN_P95, STRUCTURED, SYSTEM, _ci, plots, report
 
 REL_TOL = 0.005  # 0.5% of the gold value
 PER_SHARE_TOL = 0.005  # dollars per share
@@ -314,7 +314,7 @@ def summarize(records: list[dict], latencies: list[dict]) -> dict[str, Any]:
 
 def index_facts(index: Path) -> dict[str, int]:
     """``{cik: facts}`` of an index's facts table; RuntimeError when it holds none."""
-    from retrieval.store.index import CATALOG_FILE
+    from finrag.retrieval.store.index import CATALOG_FILE
 
     path = Path(index) / CATALOG_FILE
     if not path.is_file():
@@ -395,7 +395,7 @@ def run(pipe, questions: list[dict], gold: dict[str, list[G.GoldValue]], repeat:
 # --- command -------------------------------------------------------------------------------
 
 def add_parser(sub) -> None:
-    from retrieval.systems.options import add_pipeline_options
+    from finrag.retrieval.systems.options import add_pipeline_options
 
     p = sub.add_parser("facts", help="the facts route on SEC questions: route, values, "
                        "refusals, LLM calls and latency", description=__doc__.split("\n\n")[0])
@@ -416,7 +416,7 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    from retrieval.systems.options import index_dir, load_pipeline
+    from finrag.retrieval.systems.options import index_dir, load_pipeline
 
     if args.repeat < 1:
         raise ValueError("--repeat must be at least 1")

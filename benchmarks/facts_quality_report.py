@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks import facts_gold as G
-from benchmarks import report as R
+from finrag.benchmarks import facts_gold as G
+from finrag.benchmarks import report as R
 
 SYSTEM = "hdrr"  # the system the facts route belongs to
 STRUCTURED = ("metric_lookup", "timeseries", "full_statement")

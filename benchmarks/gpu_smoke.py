@@ -1,7 +1,7 @@
 """GPU smoke run: every role of the pipeline on CUDA with tiny random models built on the spot.
 
-    python -m benchmarks.gpu_smoke                  # a GPU host: CUDA device 0
-    python -m benchmarks.gpu_smoke --device cpu     # dry run of the same code (CI)
+    python -m finrag.benchmarks.gpu_smoke                  # a GPU host: CUDA device 0
+    python -m finrag.benchmarks.gpu_smoke --device cpu     # dry run of the same code (CI)
 
 It needs what a bare GPU host with torch and transformers has: no vLLM, no faiss-gpu, no
 network and no weights. The models are random (a 2-layer Llama with a BPE tokenizer trained
@@ -48,7 +48,7 @@ def _cuda_problem(device: str) -> str | None:
 
 def _meter(device: str):
     """NVML over exactly this device (never the host's other GPUs); unavailable on the CPU."""
-    from models.energy import MeterUnavailable, NVMLMeter, UnavailableMeter, nvml_index
+    from finrag.models.energy import MeterUnavailable, NVMLMeter, UnavailableMeter, nvml_index
 
     if not device.startswith("cuda"):
         return UnavailableMeter("a CPU run: GPU energy only")
@@ -104,10 +104,10 @@ def run(device: str, queries: int, answer_tokens: int, work: Path) -> dict:
 
     import torch
 
-    from models.llm import SamplingParams
-    from models.rerankers import LLMRelevanceScorer
-    from models.tiny_model import _corpus, build_tiny_llm
-    from models.transformers_engine import TransformersEngine
+    from finrag.models.llm import SamplingParams
+    from finrag.models.rerankers import LLMRelevanceScorer
+    from finrag.models.tiny_model import _corpus, build_tiny_llm
+    from finrag.models.transformers_engine import TransformersEngine
 
     started = time.perf_counter()
     t = time.perf_counter()
@@ -197,7 +197,7 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def report(result: dict, out: Path, command: str, settings: dict) -> Path:
-    from benchmarks.report import config_hash, header, write_json
+    from finrag.benchmarks.report import config_hash, header, write_json
 
     rows, info = result["rows"], result["info"]
     n = len(rows)
@@ -229,7 +229,7 @@ def report(result: dict, out: Path, command: str, settings: dict) -> Path:
         lines.append(f"| {t['prompts']} | {t['completion_tokens']} | {t['seconds']:.3f} | "
                      f"{t['tokens_per_s']:.1f} | {jt} |")
     try:
-        from benchmarks.report import pyplot, savefig
+        from finrag.benchmarks.report import pyplot, savefig
 
         plt = pyplot()
         fig, ax = plt.subplots(figsize=(6, 3))
@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     import os
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    p = argparse.ArgumentParser(prog="python -m benchmarks.gpu_smoke", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m finrag.benchmarks.gpu_smoke", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--device", default="cuda:0", help="cuda[:N] (default cuda:0) or cpu (dry run)")
     p.add_argument("--queries", type=int, default=40, help="queries through every role (40)")
@@ -260,14 +260,14 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"gpu_smoke: {problem}", file=sys.stderr)
         return 2
-    from benchmarks.report import results_dir
+    from finrag.benchmarks.report import results_dir
 
     out = results_dir(f"gpu_smoke_{args.device.split(':')[0]}", args.out)
     with tempfile.TemporaryDirectory(prefix="finrag-gpu-smoke-") as work:
         print(f"building tiny models and running {args.queries} queries on {args.device}…",
               file=sys.stderr)
         result = run(args.device, args.queries, args.answer_tokens, Path(work))
-    command = "python -m benchmarks.gpu_smoke " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m finrag.benchmarks.gpu_smoke " + " ".join(argv if argv is not None else sys.argv[1:])
     path = report(result, out, command.strip(), {"device": args.device, "queries": args.queries,
                                                  "answer_tokens": args.answer_tokens})
     print(path.read_text())

@@ -1,7 +1,7 @@
 """Ingest-and-search benchmark: parsing pages/s, passages embedded/s, and the latency of
 document-scoped search against whole-corpus search on one index, measured in one run.
 
-    python -m benchmarks.ingest_search --index DIR [--pdfs DIR --sample N] [--questions FILE]
+    python -m finrag.benchmarks.ingest_search --index DIR [--pdfs DIR --sample N] [--questions FILE]
 
 On a 2-core machine only the ratios mean much; absolute times are reported beside them.
 Writes benchmarks/results/ingest_search/{report.md, results.json, *.png}.
@@ -40,7 +40,7 @@ def pct(values: list[float], q: float) -> float:
 
 def measure_ingest(pdfs: list[Path], metadata: Path | None, embedder) -> dict:
     """Ingest a sample into a throwaway index and split the time by stage."""
-    from retrieval.indexer import Ingestor
+    from finrag.retrieval.indexer import Ingestor
 
     with tempfile.TemporaryDirectory() as tmp:
         ing = Ingestor(Path(tmp) / "idx", embedder, metadata=metadata)
@@ -54,7 +54,7 @@ def measure_ingest(pdfs: list[Path], metadata: Path | None, embedder) -> dict:
 
 def measure_search(index_dir: Path, questions: list[dict], embedder, repeats: int) -> dict:
     """Per question: hybrid/FTS/dense search over the whole corpus vs inside its filing."""
-    from retrieval.store.index import Index
+    from finrag.retrieval.store.index import Index
 
     with Index.open(index_dir) as index:
         docs = {d.doc_id for d in index.documents()}
@@ -186,9 +186,9 @@ def report(results: dict, command: str, plots: list[str]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from models.embedders import load_embedder
+    from finrag.models.embedders import load_embedder
 
-    p = argparse.ArgumentParser(prog="python -m benchmarks.ingest_search", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m finrag.benchmarks.ingest_search", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--index", type=Path, required=True, help="a built index (e.g. the 124 PDFs)")
     p.add_argument("--pdfs", type=Path, default=SHARED / "pdfs", help="PDFs to sample for ingest")
@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         results["full_ingest"] = json.loads(args.full_ingest.read_text())
     args.out.mkdir(parents=True, exist_ok=True)
     plots = plot(results, args.out)
-    command = "python -m benchmarks.ingest_search " + " ".join(
+    command = "python -m finrag.benchmarks.ingest_search " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     (args.out / "results.json").write_text(json.dumps({"command": command, **results}, indent=2))
     (args.out / "report.md").write_text(report(results, command, plots))

@@ -32,8 +32,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from benchmarks import stats
-from models.llm import SamplingParams, StructuredOutputError
+from finrag.benchmarks import stats
+from finrag.models.llm import SamplingParams, StructuredOutputError
 
 LABELS = ("correct", "incorrect", "refusal")
 Label = Literal["correct", "incorrect", "refusal"]
@@ -115,7 +115,7 @@ def _cut(text: str, budget: int, count: Callable[[str], int] | None) -> tuple[st
     n = count(text)
     if n <= budget:
         return text, False, n
-    from retrieval.systems.context import truncate_to_tokens
+    from finrag.retrieval.systems.context import truncate_to_tokens
 
     room = max(0, budget - count(TRUNCATION_MARK))
     cut = truncate_to_tokens(text, room, count).rstrip() + TRUNCATION_MARK
@@ -158,7 +158,7 @@ def judge_role(profile) -> str:
 
 def load_judge(profile: str | None = None, role: str | None = None, **engine_kwargs):
     """The judge engine of a profile (the configured default profile when None)."""
-    from models.profiles import load_config, load_llm
+    from finrag.models.profiles import load_config, load_llm
 
     prof = load_config().active(profile)
     return load_llm(prof, role or judge_role(prof), **engine_kwargs)
@@ -244,7 +244,7 @@ def _budgets(rows: list, count: Callable[[str], int], limit: int | None, answer_
 def rule_results(rows: Sequence[Any]) -> dict[int, JudgeResult]:
     """The rows the deterministic scorer (``benchmarks.scorer``) settles, by index, as results
     (no LLM call)."""
-    from benchmarks.scorer import score
+    from finrag.benchmarks.scorer import score
 
     out = {}
     for i, row in enumerate(rows):

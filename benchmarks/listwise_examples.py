@@ -7,7 +7,7 @@ the same length), the evidence put at a seeded place; the ranking lists the evid
 the other pages in their shown order. Questions are taken in the seeded order of
 ``benchmarks.splits.seeded_rank``.
 
-    python -m benchmarks.listwise_examples --index var/fb-index [--examples 2] [--others 2]
+    python -m finrag.benchmarks.listwise_examples --index var/fb-index [--examples 2] [--others 2]
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import random
 import sys
 from pathlib import Path
 
-from benchmarks.splits import seeded_rank, split_of
+from finrag.benchmarks.splits import seeded_rank, split_of
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data" / "financebench"
@@ -26,7 +26,7 @@ SEED = "finrag-listwise-examples-1"
 
 
 def build(index_dir: Path, questions_file: Path, n: int, others: int, max_chars: int) -> list:
-    from retrieval.store.index import Index
+    from finrag.retrieval.store.index import Index
 
     records = [json.loads(line) for line in questions_file.read_text().splitlines() if line.strip()]
     split = split_of(records)
@@ -57,7 +57,7 @@ def build(index_dir: Path, questions_file: Path, n: int, others: int, max_chars:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.listwise_examples", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m finrag.benchmarks.listwise_examples", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--index", type=Path, required=True, help="an index holding the filings")
     p.add_argument("--questions", type=Path, default=SHARED / "questions.dev.jsonl")

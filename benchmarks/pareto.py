@@ -21,9 +21,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from benchmarks import report as R
-from benchmarks import stats
-from benchmarks.serve_load_report import MIN_TAIL_SAMPLES
+from finrag.benchmarks import report as R
+from finrag.benchmarks import stats
+from finrag.benchmarks.serve_load_report import MIN_TAIL_SAMPLES
 
 # Named SLAs on accuracy, tokens per query and seconds per answer, and joules per answer where
 # energy is measured. Latency ceilings are for this project's CPU profile (2 cores); on a GPU

@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import report as R
-from benchmarks import serve_load as L
-from benchmarks import serve_load_report as SR
+from finrag.benchmarks import report as R
+from finrag.benchmarks import serve_load as L
+from finrag.benchmarks import serve_load_report as SR
 
 GPU_RUNBOOK = """\
 ## Running this on a GPU server
@@ -191,8 +191,8 @@ def report(result: dict[str, Any], files: list[str]) -> str:
 # --- command ---------------------------------------------------------------------------------
 
 def add_parser(sub) -> None:
-    from benchmarks import engine_only
-    from retrieval.systems.options import add_pipeline_options
+    from finrag.benchmarks import engine_only
+    from finrag.retrieval.systems.options import add_pipeline_options
 
     p = sub.add_parser("perf", help="latency per stage, throughput against concurrency, tokens, "
                        "CPU seconds and joules per answer", description=__doc__.split("\n\n")[0])
@@ -240,7 +240,7 @@ def _levels(text: str) -> list[int]:
 def main(args) -> int:
     import json
 
-    from benchmarks import engine_only
+    from finrag.benchmarks import engine_only
 
     if args.engine_only:
         return engine_only.main(args)
@@ -254,8 +254,8 @@ def main(args) -> int:
                               "levels": levels, "requests": args.requests,
                               "questions": str(args.questions)}
     if args.in_process:
-        from benchmarks.quality import system_config
-        from retrieval.systems.options import load_pipeline
+        from finrag.benchmarks.quality import system_config
+        from finrag.retrieval.systems.options import load_pipeline
 
         pipe = load_pipeline(args)
         profile = pipe.profile.name

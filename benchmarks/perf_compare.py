@@ -1,12 +1,14 @@
 """Two revisions of finrag, one in-process perf workload, one run: is the newer one slower?
 
-    python -m benchmarks.perf_compare --before 54368ea --after HEAD \\
+    python -m finrag.benchmarks.perf_compare --before 54368ea --after HEAD \\
         --index var/fb-index --profile cpu --requests 30
 
 Each revision is checked out in a temporary git worktree (outside the repository; removed
 after) and runs in its own worker process with that worktree first on ``sys.path``, so the
-worker imports the revision's own ``retrieval``/``models``/``benchmarks`` (each worker reports
-the files it imported, and the run stops if one is not from its worktree). Both workers load
+worker imports the revision's own ``retrieval``/``models``/``benchmarks`` (as ``finrag.…``
+through a link named ``finrag`` to the worktree where the revision is that package; by their
+bare names in revisions before it). Each worker reports the files it imported, and the run
+stops if one is not from its worktree. Both workers load
 their pipeline (same index, same profile) and answer ``--warmup`` questions first; then the
 parent hands them the same questions, in the same order, at concurrency 1, in blocks of
 ``--block`` questions, alternating A B B A A B ... so that drift of the machine (heat, other
@@ -49,6 +51,12 @@ SIDES = ("before", "after")
 
 # --- worker: runs inside a revision's worktree ------------------------------------------------
 
+def _package_prefix(root: Path) -> str:
+    """``finrag.`` where the revision is the ``finrag`` package (its root holds the package's
+    ``__init__.py``); empty for revisions whose floors were top-level packages."""
+    return "finrag." if (root / "__init__.py").is_file() else ""
+
+
 class _Recording:
     """A pipeline whose ``answer_many`` keeps the answers, so the rows of ``perf.in_process``
     can be matched to the answers' text."""
@@ -84,14 +92,16 @@ def worker(root: Path) -> int:
         reply.flush()
 
     try:
-        import benchmarks
-        import models
-        import retrieval
-        from benchmarks import perf
-        from retrieval.systems.options import add_pipeline_options, load_pipeline
+        import importlib
 
-        files = {m.__name__: str(Path(m.__file__).resolve().parent)
-                 for m in (retrieval, models, benchmarks)}
+        package = _package_prefix(root)
+        floors = [importlib.import_module(package + name)
+                  for name in ("retrieval", "models", "benchmarks")]
+        perf = importlib.import_module(package + "benchmarks.perf")
+        options = importlib.import_module(package + "retrieval.systems.options")
+        add_pipeline_options, load_pipeline = options.add_pipeline_options, options.load_pipeline
+
+        files = {m.__name__: str(Path(m.__file__).resolve().parent) for m in floors}
         start = json.loads(sys.stdin.readline())
         parser = argparse.ArgumentParser()
         add_pipeline_options(parser)
@@ -169,7 +179,12 @@ class Worker:
     """One revision's worker process (its worktree first on sys.path)."""
 
     def __init__(self, side: str, root: Path, python: str, log: Path):
-        env = {**os.environ, "PYTHONPATH": str(root), "HF_HUB_OFFLINE": "1",
+        path = root
+        if _package_prefix(root):  # `finrag` must name this worktree, not the installed one
+            path = root.parent / f"{side}-import-path"
+            path.mkdir(exist_ok=True)
+            (path / "finrag").symlink_to(root, target_is_directory=True)
+        env = {**os.environ, "PYTHONPATH": str(path), "HF_HUB_OFFLINE": "1",
                "TOKENIZERS_PARALLELISM": "false", "PYTHONDONTWRITEBYTECODE": "1"}
         self.side, self.root, self.log = side, root, log
         self._log = log.open("w")
@@ -296,9 +311,9 @@ def run_compare(revs: dict[str, dict], *, index: Path, profile: str, questions: 
 # --- command --------------------------------------------------------------------------------
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    from benchmarks import report as R
+    from finrag.benchmarks import report as R
 
-    p = argparse.ArgumentParser(prog="python -m benchmarks.perf_compare",
+    p = argparse.ArgumentParser(prog="python -m finrag.benchmarks.perf_compare",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--before", required=True, help="the older revision (a commit, tag, ...)")
     p.add_argument("--after", default="HEAD", help="the newer revision (default HEAD; a "
@@ -325,8 +340,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks import report as R
-    from benchmarks import serve_load as L
+    from finrag.benchmarks import report as R
+    from finrag.benchmarks import serve_load as L
 
     args = parse_args(argv)
     if args.requests < 1 or args.block < 1 or args.warmup < 0:
@@ -355,7 +370,7 @@ def main(argv: list[str] | None = None) -> int:
                       "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
                                  f"{platform.python_version()}"}
     # here, not at the top: a worker runs this file inside another revision's worktree
-    from benchmarks.perf_compare_report import _ci, plot, report, summarise
+    from finrag.benchmarks.perf_compare_report import _ci, plot, report, summarise
 
     figures = summarise(result)
     files = [plot(result, figures, out, f"{args.profile}, {args.system}")]

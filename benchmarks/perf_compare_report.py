@@ -11,9 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks import report as R
-from benchmarks import serve_load_report as L
-from benchmarks.stats import bootstrap_ci
+from finrag.benchmarks import report as R
+from finrag.benchmarks import serve_load_report as L
+from finrag.benchmarks.stats import bootstrap_ci
 
 SIDES = ("before", "after")
 MIN_TAIL = 30  # p95 only from at least this many answers per side

@@ -23,10 +23,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks import report as R
-from benchmarks import stats
-from benchmarks.quality_report import BANDS, LABELS, PAPER, plots, report
-from benchmarks.splits import seeded_rank
+from finrag.benchmarks import report as R
+from finrag.benchmarks import stats
+from finrag.benchmarks.quality_report import BANDS, LABELS, PAPER, plots, report
+from finrag.benchmarks.splits import seeded_rank
 
 DEFAULT_SYSTEMS = ("cbr", "cbr_meta", "cbr_llmctx", "sfr", "hdrr", "hdrr_text", "agentic")
 
@@ -44,7 +44,7 @@ def index_fingerprint(index) -> dict[str, Any]:
 
 def system_config(pipe, system: str) -> dict[str, Any]:
     """Everything that decides a system's answers on this pipeline."""
-    from retrieval.systems.recipes import VARIANT_OF
+    from finrag.retrieval.systems.recipes import VARIANT_OF
 
     index = pipe.index
     if system in VARIANT_OF:
@@ -67,7 +67,7 @@ def code_version() -> str:
 
 def available_systems(pipe, wanted: list[str] | None) -> list[str]:
     """``wanted`` (checked), or every default system whose index is there."""
-    from retrieval.systems.recipes import SYSTEMS, VARIANT_OF
+    from finrag.retrieval.systems.recipes import SYSTEMS, VARIANT_OF
 
     if wanted:
         unknown = [s for s in wanted if s not in SYSTEMS]
@@ -114,8 +114,8 @@ def run_quality(pipe, questions, systems: list[str], cache_dir: Path, *, judge_e
     ``{id, system, config_hash, answer, row, verdict}`` (``verdict`` None when the question
     has no gold answer or the system failed). ``cached_only``: answer and judge nothing, take
     what the caches hold (a report of a run still going, or stopped)."""
-    from benchmarks import judge as J
-    from retrieval.systems.evaluation import score_row
+    from finrag.benchmarks import judge as J
+    from finrag.retrieval.systems.evaluation import score_row
 
     samples = {s: sample_ids(questions, n) for s, n in (limits or {}).items()}
     answers = R.JsonlCache(cache_dir / "answers.jsonl")
@@ -203,7 +203,7 @@ def other_figures(rec: dict) -> bool:
     matches a reference figure by the scorer's rule: how much of an accuracy rests on the
     judge's leniency with figures (the scorer leaves such answers to it when the reference is
     an explanation, not a bare figure)."""
-    from benchmarks.scorer import figures, found
+    from finrag.benchmarks.scorer import figures, found
 
     if (rec.get("verdict") or {}).get("source") != "llm" or _label(rec) != "correct":
         return False
@@ -228,7 +228,7 @@ def yes_no_by_class(records: list[dict]) -> dict[str, Any]:
     share labelled correct. A system that always says one word shows at once."""
     import re
 
-    from benchmarks.scorer import kind
+    from finrag.benchmarks.scorer import kind
 
     out: dict[str, Any] = {}
     for gold_word in ("yes", "no"):
@@ -245,8 +245,8 @@ def yes_no_by_class(records: list[dict]) -> dict[str, Any]:
 
 
 def summarize(records: list[dict], systems: list[str], reference: str) -> dict[str, Any]:
-    from benchmarks.serve_load_report import percentile
-    from retrieval.systems.evaluation import summarize as retrieval_summary
+    from finrag.benchmarks.serve_load_report import percentile
+    from finrag.retrieval.systems.evaluation import summarize as retrieval_summary
 
     stale = [r for r in records if r.get("stale")]
     records = [r for r in records if not r.get("stale")]
@@ -330,8 +330,8 @@ def _calibration(profile: str, judge_model: str | None, engine: str | None = Non
     calibrated the same judge model on the same engine with the same scorer version."""
     import json
 
-    from benchmarks.calibration import kappa_band
-    from benchmarks.scorer import VERSION
+    from finrag.benchmarks.calibration import kappa_band
+    from finrag.benchmarks.scorer import VERSION
 
     own = R.RESULTS / f"judge_calibration_{profile}" / "results.json"
     others = sorted(p for p in R.RESULTS.glob("judge_calibration_*/results.json") if p != own)
@@ -372,7 +372,7 @@ def _limits(text: str) -> dict[str, int]:
 
 
 def add_parser(sub) -> None:
-    from retrieval.systems.options import add_pipeline_options
+    from finrag.retrieval.systems.options import add_pipeline_options
 
     p = sub.add_parser("quality", help="answer quality (local judge), retrieval and cost of "
                        "every system on the same questions", description=__doc__.split("\n\n")[0])
@@ -411,12 +411,12 @@ def add_parser(sub) -> None:
 def main(args) -> int:
     import json
 
-    from benchmarks import judge as J
-    from retrieval.systems.evaluation import load_questions
-    from retrieval.systems.options import load_pipeline
+    from finrag.benchmarks import judge as J
+    from finrag.retrieval.systems.evaluation import load_questions
+    from finrag.retrieval.systems.options import load_pipeline
 
     limits = _limits(args.system_limit)
-    from benchmarks.splits import select
+    from finrag.benchmarks.splits import select
 
     records = [json.loads(line) for line in args.questions.read_text(encoding="utf-8")
                .splitlines() if line.strip()]
@@ -438,7 +438,7 @@ def main(args) -> int:
         records = run_quality(pipe, questions, systems, cache, judge_engine=judge_engine,
                               limits=limits, progress=not args.quiet,
                               cached_only=args.cached_only)
-        from benchmarks.scorer import VERSION
+        from finrag.benchmarks.scorer import VERSION
 
         jconf = {**(J.judge_config(judge_engine) if judge_engine is not None
                     else {"model_id": None}), "scorer": VERSION}

@@ -6,7 +6,7 @@ reads their ``per_question.jsonl`` and ``results.json`` and answers nothing:
 
     finrag bench quality --profile cpu --split tune --systems hdrr --name quality_tune_cpu …
     finrag bench quality --profile cpu-large --split tune --systems hdrr --name quality_tune_large …
-    python -m benchmarks.quality_compare benchmarks/results/quality_tune_cpu \\
+    python -m finrag.benchmarks.quality_compare benchmarks/results/quality_tune_cpu \\
         benchmarks/results/quality_tune_large --system hdrr --name quality_cpu_generator
 
 The runs must hold the same questions and the same judge, or the comparison says why not.
@@ -20,8 +20,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from benchmarks import report as R
-from benchmarks import stats
+from finrag.benchmarks import report as R
+from finrag.benchmarks import stats
 
 
 def load_run(folder: Path, system: str) -> dict[str, Any]:
@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     result = compare([load_run(f, args.system) for f in args.runs])
     out = R.results_dir(args.name, args.out)
     R.write_json(out / "results.json", result)
-    command = "python -m benchmarks.quality_compare " + " ".join(
+    command = "python -m finrag.benchmarks.quality_compare " + " ".join(
         sys.argv[1:] if argv is None else argv)
     write_report(result, out, command, args.system)
     print(f"wrote {out / 'report.md'}")

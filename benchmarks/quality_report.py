@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from benchmarks import report as R
-from benchmarks import stats
+from finrag.benchmarks import report as R
+from finrag.benchmarks import stats
 
 # Scores in bands that line up with the rubric's rates: failure P(s=1), correctness P(s>=8),
 # perfect P(s=10).

@@ -11,9 +11,9 @@ The gap between two scorers' pooled AUCs comes with a 95% bootstrap interval tha
 questions (every page of a drawn question goes with it): large minus light within the run, and
 with ``--against DIR`` this run's large stage minus another run's, on the same pages.
 
-    python -m benchmarks.reranker_auc --index DIR [--profile cpu] [--questions N]
+    python -m finrag.benchmarks.reranker_auc --index DIR [--profile cpu] [--questions N]
         [--large-model MODEL | --large KIND:MODEL] [--against RESULTS_DIR]
-    python -m benchmarks.reranker_auc --report-only --out RESULTS_DIR [--against RESULTS_DIR]
+    python -m finrag.benchmarks.reranker_auc --report-only --out RESULTS_DIR [--against RESULTS_DIR]
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def auc_gap(rows: list[dict], a: str, b: str, other: list[dict] | None = None,
             n: int = 2000, seed: int = 0) -> dict:
     """Pooled AUC of ``a`` minus that of ``b`` (``b`` read from ``other``'s rows when given, the
     same questions and pages), with a bootstrap interval resampling questions."""
-    from benchmarks.stats import bootstrap_ci
+    from finrag.benchmarks.stats import bootstrap_ci
 
     other = rows if other is None else other
     if [(r["id"], r["pages"]) for r in rows] != [(r["id"], r["pages"]) for r in other]:
@@ -71,7 +71,7 @@ def auc_gap(rows: list[dict], a: str, b: str, other: list[dict] | None = None,
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.reranker_auc", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m finrag.benchmarks.reranker_auc", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--index", type=Path, default=None, help="the index (not with --report-only)")
     p.add_argument("--profile", default="cpu")
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     out = args.out or REPO / "benchmarks" / "results" / f"reranker_auc_{args.profile}"
-    command = "python -m benchmarks.reranker_auc " + " ".join(
+    command = "python -m finrag.benchmarks.reranker_auc " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     if args.report_only:
         data = json.loads((out / "results.json").read_text())
@@ -121,10 +121,10 @@ def measure(args) -> dict:
     """Score every question's candidates with both stages; the summary and per-question rows."""
     from tqdm import tqdm
 
-    from models.embedders import load_embedder
-    from models.profiles import RoleSpec, load_config, load_reranker, resolve_role
-    from models.rerankers import MaxSimReranker
-    from retrieval.store.index import Index
+    from finrag.models.embedders import load_embedder
+    from finrag.models.profiles import RoleSpec, load_config, load_reranker, resolve_role
+    from finrag.models.rerankers import MaxSimReranker
+    from finrag.retrieval.store.index import Index
 
     env = dict(os.environ, FINRAG_PROFILE=args.profile)
     if args.large_model:  # the profiles' own override of a role's model

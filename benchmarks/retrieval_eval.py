@@ -4,7 +4,7 @@ Runs ``retrieval.systems.evaluation.evaluate_retrieval`` (the same code as ``fin
 with its per-question rows kept in the results folder, so re-running resumes and a finished run
 only redraws the report. Writes report.md, results.json, rows.jsonl and two PNGs.
 
-    python -m benchmarks.retrieval_eval --index var/fb-index --profile cpu \\
+    python -m finrag.benchmarks.retrieval_eval --index var/fb-index --profile cpu \\
         --systems cbr,cbr_meta,sfr,hdrr,agentic
 """
 
@@ -16,7 +16,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from benchmarks import report as R
+from finrag.benchmarks import report as R
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "data" / "financebench"
@@ -135,11 +135,11 @@ def facts_answered(rows: list[dict], systems: list[str]) -> dict[str, dict[str, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    from retrieval.systems.evaluation import evaluate_retrieval, load_questions
-    from retrieval.systems.pipelines import Pipeline
-    from retrieval.systems.recipes import SYSTEMS, variant_dir
+    from finrag.retrieval.systems.evaluation import evaluate_retrieval, load_questions
+    from finrag.retrieval.systems.pipelines import Pipeline
+    from finrag.retrieval.systems.recipes import SYSTEMS, variant_dir
 
-    p = argparse.ArgumentParser(prog="python -m benchmarks.retrieval_eval", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m finrag.benchmarks.retrieval_eval", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--index", type=Path, required=True)
     p.add_argument("--questions", type=Path, default=SHARED / "questions.dev.jsonl")
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         result = evaluate_retrieval(pipe, questions, systems, out=out / "rows.jsonl")
     finally:
         pipe.close()
-    command = "python -m benchmarks.retrieval_eval " + " ".join(
+    command = "python -m finrag.benchmarks.retrieval_eval " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     meta = {"command": command, "profile": pipe.profile.name, "index": str(args.index),
             "questions_file": R.shown_path(args.questions), "questions": len(questions),

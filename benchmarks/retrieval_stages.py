@@ -14,7 +14,7 @@ on tune, claims are made on test.
 The light stage's passage token vectors are cached by passage text across configurations unless
 ``--timed`` (then every stage runs in full and its time counts; run it alone on the machine).
 
-    python -m benchmarks.retrieval_stages --index var/fb-index --profile cpu \\
+    python -m finrag.benchmarks.retrieval_stages --index var/fb-index --profile cpu \\
         --configs baseline,norm,fts,krecip,norm+fts,norm+fts+krecip
 """
 
@@ -95,7 +95,7 @@ def cached_maxsim(reranker):
     """The MaxSim light stage with each passage's token vectors remembered by its text: every
     configuration and every rewording of a question reuses the passages already encoded (the
     scores are the same as without the cache; only the time is not)."""
-    from models.rerankers import MaxSimReranker
+    from finrag.models.rerankers import MaxSimReranker
 
     if not isinstance(reranker, MaxSimReranker):
         return reranker
@@ -138,7 +138,7 @@ class CachedScores:
 
 def configure(pipe, base_profile, config: dict) -> None:
     """Point ``pipe`` at the base profile with ``config``'s settings (components shared)."""
-    from retrieval.systems.cascade import Cascade
+    from finrag.retrieval.systems.cascade import Cascade
 
     profile = base_profile.model_copy(update={
         "pipeline": base_profile.pipeline.model_copy(update=config["pipeline"]),
@@ -160,7 +160,7 @@ def relevant_chunks(index, doc_id: str, pages: list[int]) -> int:
 
 
 def score(q, answer: dict, n_relevant: int) -> dict:
-    from retrieval.systems.evaluation import evidence_hit, first_hit_rank, ndcg_at_k
+    from finrag.retrieval.systems.evaluation import evidence_hit, first_hit_rank, ndcg_at_k
 
     rank = first_hit_rank(answer, q.doc_name, q.pages)
     usage = answer["usage"]
@@ -189,7 +189,7 @@ def retrieval_ms(row: dict) -> float:
 def summarize(rows: list[dict], configs: list[str], splits: dict[str, str]) -> dict:
     import numpy as np
 
-    from benchmarks.stats import bootstrap_ci, paired_difference
+    from finrag.benchmarks.stats import bootstrap_ci, paired_difference
 
     out: dict = {}
     by = {(r["config"], r["id"]): r for r in rows if not r.get("error")}
@@ -236,7 +236,7 @@ def _plots(summary: dict, configs: list[str], out: Path, timed: bool) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from benchmarks.stats import pareto_front
+    from finrag.benchmarks.stats import pareto_front
 
     test = summary["test"]
     fig, ax = plt.subplots(figsize=(7.5, 4.5))
@@ -358,11 +358,11 @@ def _report(summary: dict, configs: list[str], meta: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     from tqdm import tqdm
 
-    from benchmarks.splits import split_of
-    from retrieval.systems.evaluation import load_questions
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.benchmarks.splits import split_of
+    from finrag.retrieval.systems.evaluation import load_questions
+    from finrag.retrieval.systems.pipelines import Pipeline
 
-    p = argparse.ArgumentParser(prog="python -m benchmarks.retrieval_stages", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m finrag.benchmarks.retrieval_stages", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--index", type=Path, required=True)
     p.add_argument("--questions", type=Path, default=SHARED / "questions.dev.jsonl")
@@ -409,15 +409,15 @@ def main(argv: list[str] | None = None) -> int:
     indexed = {d.doc_id for d in pipe.index.documents()}
     questions = [q for q in questions if q.doc_name in indexed][: args.limit]
     if args.large:
-        from models.devices import LLM_KINDS
-        from models.profiles import RoleSpec, load_reranker
+        from finrag.models.devices import LLM_KINDS
+        from finrag.models.profiles import RoleSpec, load_reranker
 
         kind, _, model = args.large.partition(":")
         roles = dict(base.roles, large_reranker=RoleSpec(kind=kind, model=model))
         large_profile = base.model_copy(update={"roles": roles})
         engine = None
         if kind in LLM_KINDS:  # the engine of the named model, not the profile's
-            from models.profiles import load_llm
+            from finrag.models.profiles import load_llm
 
             engine = load_llm(large_profile, "large_reranker")
         pipe.large = load_reranker(large_profile, "large_reranker", engine=engine)
@@ -473,7 +473,7 @@ def _read_rows(path: Path) -> dict[tuple[str, str], dict]:
 
 
 def _report_only(args, argv, configs, parsed, questions, splits, out: Path) -> int:
-    from retrieval.store.index import Index
+    from finrag.retrieval.store.index import Index
 
     with Index.open(args.index) as index:
         indexed = {d.doc_id for d in index.documents()}
@@ -500,9 +500,9 @@ def _stages_named(configs: list[str]) -> dict[str, dict]:
 
 def _write(args, argv, configs, parsed, questions, splits, rows, out: Path) -> None:
     summary = summarize(rows, configs, splits)
-    command = "python -m benchmarks.retrieval_stages " + " ".join(
+    command = "python -m finrag.benchmarks.retrieval_stages " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
-    timed_command = (f"python -m benchmarks.retrieval_stages --index {args.index} --profile "
+    timed_command = (f"python -m finrag.benchmarks.retrieval_stages --index {args.index} --profile "
                      f"{args.profile} --configs {','.join(configs)} --timed")
     meta = {"command": command, "timed_command": timed_command, "profile": args.profile,
             "index": str(args.index), "questions": len(questions),

@@ -3,7 +3,7 @@
 Router LLM extraction (no index): schema-valid rate, and how often the extracted company and
 fiscal year agree with the question's own filing, before any resolver.
 
-    python -m benchmarks.router_eval --profile cpu [--questions FILE] [--limit N]
+    python -m finrag.benchmarks.router_eval --profile cpu [--questions FILE] [--limit N]
 
 Resumable: each routed question is appended to results/router_<profile>/routes.jsonl and
 skipped on the next run. Writes report.md, results.json and a PNG beside it.
@@ -13,11 +13,11 @@ skipped on the next run. Writes report.md, results.json and a PNG beside it.
 attempt (the engines' retries sample). ``--compare DIR DIR --out OUT`` then writes one
 side-by-side report of two such runs (``benchmarks/router_json_report.py``):
 
-    .venv/bin/python -m benchmarks.router_eval --engine transformers --attempts 1 \
+    .venv/bin/python -m finrag.benchmarks.router_eval --engine transformers --attempts 1 \
         --out benchmarks/results/router_json_cpu/transformers
-    .venv-vllm/bin/python -m benchmarks.router_eval --engine vllm --attempts 1 \
+    .venv-vllm/bin/python -m finrag.benchmarks.router_eval --engine vllm --attempts 1 \
         --out benchmarks/results/router_json_cpu/vllm
-    python -m benchmarks.router_eval --compare benchmarks/results/router_json_cpu/transformers \
+    python -m finrag.benchmarks.router_eval --compare benchmarks/results/router_json_cpu/transformers \
         benchmarks/results/router_json_cpu/vllm --out benchmarks/results/router_json_cpu
 
 Routing over an index (``--index``): the router as ``finrag route`` runs it (deterministic
@@ -27,7 +27,7 @@ content disambiguation with the index) on the FinanceBench dev questions — all
 ``tests/data/routing_probes.jsonl``: exact, covering, precision over the questions that name a
 company, no-company and not-indexed questions apart, wrong-company routes.
 
-    python -m benchmarks.router_eval --profile cpu --index var/fb-index
+    python -m finrag.benchmarks.router_eval --profile cpu --index var/fb-index
 
 Writes results/routing_<profile>/report.md, results.json, rows.jsonl and routing.png.
 """
@@ -41,7 +41,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from benchmarks.router_json_report import ENGINE_LABELS, write_comparison
+from finrag.benchmarks.router_json_report import ENGINE_LABELS, write_comparison
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -67,17 +67,17 @@ def company_matches(extracted: list[str], tickers: list[str], gold: str, table) 
 def router_call(engine_name: str, path: Path, model_id: str, attempts: int):
     """``call(messages, params) -> (RouterOutput, Completion)`` on the chosen engine, with at
     most ``attempts`` decodes per question (the first one greedy)."""
-    from retrieval.routing.schema import RouterOutput
+    from finrag.retrieval.routing.schema import RouterOutput
 
     if engine_name == "vllm":
-        from models.vllm_engine import VLLMEngine
+        from finrag.models.vllm_engine import VLLMEngine
 
         # float32 like the transformers engine on CPU: the same weights, computed alike
         engine = VLLMEngine(str(path), model_id=model_id, dtype="float32", max_model_len=2048,
                             seed=0, json_attempts=attempts)
         return lambda messages, params: engine.generate_json([messages], RouterOutput, params)[0]
     if engine_name.startswith("llamacpp"):
-        from models.llamacpp_engine import LlamaCppEngine
+        from finrag.models.llamacpp_engine import LlamaCppEngine
 
         # the packaged GGUF itself, 4-bit (the other engines read its float32 conversion)
         engine = LlamaCppEngine(path, model_id=model_id, context_tokens=2048,
@@ -85,7 +85,7 @@ def router_call(engine_name: str, path: Path, model_id: str, attempts: int):
                                 else "grammar")
         return lambda messages, params: engine.generate_json([messages], RouterOutput, params,
                                                              attempts=attempts)[0]
-    from models.transformers_engine import TransformersEngine
+    from finrag.models.transformers_engine import TransformersEngine
 
     engine = TransformersEngine(path, model_id=model_id)
     return lambda messages, params: engine.generate_json([messages], RouterOutput, params,
@@ -109,14 +109,14 @@ def failure_kind(text: str | None, finish_reason: str | None) -> str:
 def main(argv: list[str] | None = None) -> int:
     from tqdm import tqdm
 
-    from models.energy import select_meter
-    from models.llm import SamplingParams, StructuredOutputError
-    from models.profiles import load_config, resolve_role
-    from retrieval.routing.schema import router_messages
-    from retrieval.routing.companies import CompanyTable
-    from retrieval.ingest.metadata import parse_filename
+    from finrag.models.energy import select_meter
+    from finrag.models.llm import SamplingParams, StructuredOutputError
+    from finrag.models.profiles import load_config, resolve_role
+    from finrag.retrieval.routing.schema import router_messages
+    from finrag.retrieval.routing.companies import CompanyTable
+    from finrag.retrieval.ingest.metadata import parse_filename
 
-    p = argparse.ArgumentParser(prog="python -m benchmarks.router_eval", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m finrag.benchmarks.router_eval", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--profile", default="cpu")
     p.add_argument("--questions", type=Path, default=SHARED / "questions.dev.jsonl")
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _command(argv) -> str:
-    return "python -m benchmarks.router_eval " + " ".join(
+    return "python -m finrag.benchmarks.router_eval " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
 
 
@@ -263,15 +263,15 @@ def _command(argv) -> str:
 
 
 def routing_main(args, argv) -> int:
-    from benchmarks.splits import split_of
-    from models.embedders import load_embedder
-    from models.profiles import load_config, load_llm
-    from retrieval.ingest.metadata import parse_filename
-    from retrieval.routing.companies import CompanyTable
-    from retrieval.routing.evaluation import (evaluate_routing, format_routing_report,
+    from finrag.benchmarks.splits import split_of
+    from finrag.models.embedders import load_embedder
+    from finrag.models.profiles import load_config, load_llm
+    from finrag.retrieval.ingest.metadata import parse_filename
+    from finrag.retrieval.routing.companies import CompanyTable
+    from finrag.retrieval.routing.evaluation import (evaluate_routing, format_routing_report,
                                               routing_summary)
-    from retrieval.routing.router import Router, make_content_scorer
-    from retrieval.store.index import Index
+    from finrag.retrieval.routing.router import Router, make_content_scorer
+    from finrag.retrieval.store.index import Index
 
     out = args.out or REPO / "benchmarks" / "results" / f"routing_{args.profile}"
     out.mkdir(parents=True, exist_ok=True)
@@ -315,7 +315,7 @@ def routing_main(args, argv) -> int:
             "dev test": routing_summary([r for r in dev_report["rows"] if r["split"] == "test"]),
             "probes": routing_summary(probe_report["rows"])}
     probes_ok = sum(r["ok"] for r in probe_report["rows"])
-    command = "python -m benchmarks.router_eval " + " ".join(
+    command = "python -m finrag.benchmarks.router_eval " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
     results = {"command": command, "profile": args.profile,
                "router_model": profile.role("router").model,

@@ -6,7 +6,7 @@ Per engine: schema-valid count, how the invalid outputs failed, agreement with t
 own filing, tokens and (untimed: measured beside other work) latency. Across the engines,
 question by question: the same extracted tickers, fiscal years, companies, whole JSON.
 
-    python -m benchmarks.router_eval --compare DIR_A DIR_B --out OUT
+    python -m finrag.benchmarks.router_eval --compare DIR_A DIR_B --out OUT
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from benchmarks.report import REPO
+from finrag.benchmarks.report import REPO
 
 # how each engine constrains the router's JSON, as the reports name it
 ENGINE_LABELS = {"transformers": "transformers, Outlines JSON-schema constraint",

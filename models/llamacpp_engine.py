@@ -22,7 +22,7 @@ from typing import Callable
 
 from pydantic import BaseModel
 
-from models.llm import (Completion, LLMEngine, SamplingParams, T, generate_json_with_retries,
+from finrag.models.llm import (Completion, LLMEngine, SamplingParams, T, generate_json_with_retries,
                         generation_schema, schema_nodes)
 
 

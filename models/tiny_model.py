@@ -7,7 +7,7 @@ weights (hidden 128, 2 heads, so head_dim 64: vLLM's CPU attention rejects small
 Nothing is fetched from a hub. Only torch, transformers and tokenizers are used, so this module
 imports in the main venv and in the vLLM venv alike.
 
-    python -m models.tiny_model OUT_DIR
+    python -m finrag.models.tiny_model OUT_DIR
 
 Profiles name them as ``tiny:llm`` and ``tiny:bge-m3`` (the ``gpu-tiny`` profile):
 ``tiny_model_dir`` builds one once into finrag's cache, keyed by its parameters and this
@@ -106,7 +106,7 @@ def build_tiny_bge_m3(out_dir: str | Path, seed: int = 0, hidden: int = 32) -> P
     import torch
     from transformers import AutoTokenizer, XLMRobertaConfig, XLMRobertaModel
 
-    from models.weights import MINILM_L6_V2, resolve_packaged
+    from finrag.models.weights import MINILM_L6_V2, resolve_packaged
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -139,7 +139,7 @@ def tiny_model_dir(model_id: str) -> Path:
     (``<cache>/tiny/<name>-<key>``, the key a hash of the builder's parameters and of this
     module's code, so an edit here builds afresh) and reused after. Built beside its place
     and moved in whole: processes that race to build it all end with one complete folder."""
-    from models.weights import cache_dir
+    from finrag.models.weights import cache_dir
 
     if model_id not in TINY_MODELS:
         raise ValueError(f"unknown tiny model {model_id!r}; known: {', '.join(TINY_MODELS)}")
@@ -166,5 +166,5 @@ def tiny_model_dir(model_id: str) -> Path:
 
 if __name__ == "__main__":
     if len(sys.argv) != 2:
-        sys.exit("usage: python -m models.tiny_model OUT_DIR")
+        sys.exit("usage: python -m finrag.models.tiny_model OUT_DIR")
     print(build_tiny_llm(sys.argv[1]))

@@ -15,7 +15,7 @@ from typing import Callable
 
 from pydantic import BaseModel
 
-from models.llm import Completion, LLMEngine, SamplingParams, T, generate_json_with_retries
+from finrag.models.llm import Completion, LLMEngine, SamplingParams, T, generate_json_with_retries
 
 _BATCH = 8  # prompts per forward batch: bounds padding waste and memory on CPU
 

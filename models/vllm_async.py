@@ -20,9 +20,9 @@ from collections.abc import AsyncIterator
 
 from pydantic import BaseModel, ValidationError
 
-from models.energy import combined
-from models.llm import Completion, SamplingParams, StructuredOutputError, T
-from models.vllm_engine import RETRY_TEMPERATURE, VLLMPrompts, engine_defaults, json_constraint
+from finrag.models.energy import combined
+from finrag.models.llm import Completion, SamplingParams, StructuredOutputError, T
+from finrag.models.vllm_engine import RETRY_TEMPERATURE, VLLMPrompts, engine_defaults, json_constraint
 
 _ids = itertools.count()
 

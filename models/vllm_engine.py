@@ -22,7 +22,7 @@ from typing import Callable, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from models.llm import Completion, SamplingParams, StructuredOutputError, generation_schema
+from finrag.models.llm import Completion, SamplingParams, StructuredOutputError, generation_schema
 
 T = TypeVar("T", bound=BaseModel)
 

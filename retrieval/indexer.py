@@ -20,20 +20,20 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from retrieval.ingest.chunking import chunk_pages
-from retrieval.routing.companies import CompanyTable
-from retrieval.documents import DocumentError, DocumentMeta, ParsedDocument
-from retrieval.facts.companyfacts import is_companyfacts_file
-from retrieval.facts.load import load_companyfacts, load_inline
-from retrieval.facts.model import FactsError
-from retrieval.facts.store import FactStore
-from retrieval.store.index import Index, IndexSettings
-from retrieval.ingest.limits import DEFAULT_LIMITS, IngestLimits
-from retrieval.ingest.metadata import load_sidecar, resolve_metadata
-from retrieval.ingest.pdf import parse_pdf
-from retrieval.ingest.html import parse_sec_html
-from retrieval.ingest.kinds import SUFFIXES, file_kind
-from retrieval.ingest.variants import ContextStore, Contextualizer, check_variant, indexed_chunks
+from finrag.retrieval.ingest.chunking import chunk_pages
+from finrag.retrieval.routing.companies import CompanyTable
+from finrag.retrieval.documents import DocumentError, DocumentMeta, ParsedDocument
+from finrag.retrieval.facts.companyfacts import is_companyfacts_file
+from finrag.retrieval.facts.load import load_companyfacts, load_inline
+from finrag.retrieval.facts.model import FactsError
+from finrag.retrieval.facts.store import FactStore
+from finrag.retrieval.store.index import Index, IndexSettings
+from finrag.retrieval.ingest.limits import DEFAULT_LIMITS, IngestLimits
+from finrag.retrieval.ingest.metadata import load_sidecar, resolve_metadata
+from finrag.retrieval.ingest.pdf import parse_pdf
+from finrag.retrieval.ingest.html import parse_sec_html
+from finrag.retrieval.ingest.kinds import SUFFIXES, file_kind
+from finrag.retrieval.ingest.variants import ContextStore, Contextualizer, check_variant, indexed_chunks
 
 
 def _one_line(path: Path, e: Exception) -> str:
@@ -51,7 +51,7 @@ def _one_line(path: Path, e: Exception) -> str:
 
 def fact_sources(doc_id: str) -> list[str]:
     """The facts sources a document's file fills: its inline XBRL, its statement tables."""
-    from retrieval.facts.statements import SOURCE_PREFIX
+    from finrag.retrieval.facts.statements import SOURCE_PREFIX
 
     return [f"ixbrl:{doc_id}", f"{SOURCE_PREFIX}{doc_id}"]
 
@@ -330,8 +330,8 @@ class Ingestor:
     def _statement_facts(self, doc_id: str, report: IngestReport) -> None:
         """Facts from the primary statements' tables of a PDF just indexed (no embedding; a
         company the table does not know holds none)."""
-        from retrieval.facts.concepts import default_concepts
-        from retrieval.facts.statements import store_statements
+        from finrag.retrieval.facts.concepts import default_concepts
+        from finrag.retrieval.facts.statements import store_statements
 
         try:
             found = store_statements(self.facts, self.index.catalog, doc_id, self.companies,

@@ -28,10 +28,10 @@ from ray.serve.exceptions import (BackPressureError, DeploymentUnavailableError,
                                   ReplicaUnavailableError)
 from starlette.requests import ClientDisconnect
 
-from retrieval.systems.run import QuestionError, check_question
-from serving.config import AppConfig, is_loopback
-from serving.metrics import Metrics
-from serving.remote import Budget, CallCancelled, DeadlineExceeded
+from finrag.retrieval.systems.run import QuestionError, check_question
+from finrag.serving.config import AppConfig, is_loopback
+from finrag.serving.metrics import Metrics
+from finrag.serving.remote import Budget, CallCancelled, DeadlineExceeded
 
 log = logging.getLogger("finrag.serve")
 

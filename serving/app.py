@@ -37,16 +37,16 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
 
-from models.devices import placement_gpus
-from models.energy import UnavailableMeter, meter_for
-from retrieval.systems.pipelines import Pipeline
-from retrieval.systems.recipes import SYSTEMS, VARIANT_OF
-from serving import openai_api
-from serving.admission import ApiError, Gate, check_auth, first_line, incident, public
-from serving.config import AppConfig
-from serving.deployments import Embedder, Generator, Reranker, Retriever, Router, _profile
-from serving.metrics import Metrics
-from serving.remote import (DeadlineExceeded, RemoteEmbedder, RemoteFacts, RemoteIndex,
+from finrag.models.devices import placement_gpus
+from finrag.models.energy import UnavailableMeter, meter_for
+from finrag.retrieval.systems.pipelines import Pipeline
+from finrag.retrieval.systems.recipes import SYSTEMS, VARIANT_OF
+from finrag.serving import openai_api
+from finrag.serving.admission import ApiError, Gate, check_auth, first_line, incident, public
+from finrag.serving.config import AppConfig
+from finrag.serving.deployments import Embedder, Generator, Reranker, Retriever, Router, _profile
+from finrag.serving.metrics import Metrics
+from finrag.serving.remote import (DeadlineExceeded, RemoteEmbedder, RemoteFacts, RemoteIndex,
                             RemoteLLM, RemoteReranker, RemoteRouter, wait)
 
 log = logging.getLogger("finrag.serve")

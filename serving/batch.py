@@ -81,7 +81,7 @@ class PipelineWorker:
 
     def __init__(self, index: str, system: str, generate: bool, pipeline_kwargs: dict):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        from retrieval.systems.pipelines import Pipeline
+        from finrag.retrieval.systems.pipelines import Pipeline
 
         self.pipe = Pipeline.load(index, **pipeline_kwargs)
         self.system, self.generate = system, generate
@@ -94,7 +94,7 @@ class PipelineWorker:
 
 def _answer(pipe, ids: list[str], questions: list[str], system: str, generate: bool) -> list[str]:
     """JSON lines of the answers; a question that fails gets a record with its ``error``."""
-    from retrieval.answer import Answer
+    from finrag.retrieval.answer import Answer
 
     try:
         answers = pipe.answer_many(questions, system, generate=generate)
@@ -114,8 +114,8 @@ def actor_gpus(pipeline_kwargs: dict) -> float:
     """The GPU share a pipeline actor reserves: the profile's memory shares of the roles its
     Pipeline loads (``models.devices.placement_gpus``); Ray hides the GPUs from an actor that
     reserves none, and then every role would run on the CPU."""
-    from models.devices import placement_gpus
-    from models.profiles import load_config
+    from finrag.models.devices import placement_gpus
+    from finrag.models.profiles import load_config
 
     prof = load_config(pipeline_kwargs.get("config")).active(pipeline_kwargs.get("profile"))
     large = pipeline_kwargs.get("large_rerank")
@@ -131,7 +131,7 @@ def _ray_records(todo: list[dict], index: str, system: str, generate: bool,
 
     if not todo:
         return
-    from serving.server import init_ray
+    from finrag.serving.server import init_ray
 
     init_ray()
     ctx = ray.data.DataContext.get_current()
@@ -149,7 +149,7 @@ def _ray_records(todo: list[dict], index: str, system: str, generate: bool,
 
 def _sequential_records(todo: list[dict], index: str, system: str, generate: bool,
                         pipeline_kwargs: dict) -> Iterator[str]:
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.retrieval.systems.pipelines import Pipeline
 
     pipe = Pipeline.load(index, **pipeline_kwargs)
     try:
@@ -166,7 +166,7 @@ def run_batch(questions: str | Path, out: str | Path, *, index: str | Path, syst
     """Answer every question of ``questions`` not yet in ``out``; returns the run's summary."""
     from tqdm import tqdm
 
-    from retrieval.systems.recipes import SYSTEMS
+    from finrag.retrieval.systems.recipes import SYSTEMS
 
     if system not in SYSTEMS:
         raise ValueError(f"unknown system {system!r}; choose from {', '.join(SYSTEMS)}")

@@ -152,7 +152,7 @@ class AppConfig(_Strict):
         ``runtime_env`` sets OMP_NUM_THREADS. Without ``num_gpus`` in the YAML a deployment
         reserves its role's GPU share from the ``profile`` (``models.devices.placement_gpus``);
         a Router whose LLM is the Generator's, or that calls no LLM, reserves none."""
-        from models.devices import placement_gpus
+        from finrag.models.devices import placement_gpus
 
         opts = self.deployments.get(name)
         opts = opts.serve_options() if opts else {}
@@ -170,7 +170,7 @@ class AppConfig(_Strict):
         return opts
 
     def index_dir(self) -> Path:
-        from retrieval.store.index import default_index_dir
+        from finrag.retrieval.store.index import default_index_dir
 
         return Path(self.index).expanduser() if self.index else default_index_dir()
 
@@ -186,11 +186,11 @@ class ServeFile(BaseModel):
     @model_validator(mode="after")
     def _one_finrag_app(self):
         if not self.finrag_apps():
-            raise ValueError("no application with import_path serving.app:build_app")
+            raise ValueError("no application with import_path finrag.serving.app:build_app")
         return self
 
     def finrag_apps(self) -> list[dict[str, Any]]:
-        return [a for a in self.applications if a.get("import_path") == "serving.app:build_app"]
+        return [a for a in self.applications if a.get("import_path") == "finrag.serving.app:build_app"]
 
     def app_config(self) -> AppConfig:
         return AppConfig.model_validate(self.finrag_apps()[0].get("args") or {})

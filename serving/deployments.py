@@ -15,11 +15,11 @@ from typing import Any
 
 from ray import serve
 
-from serving.config import AppConfig
+from finrag.serving.config import AppConfig
 
 
 def _profile(cfg: AppConfig):
-    from models.profiles import load_config
+    from finrag.models.profiles import load_config
 
     prof = load_config(cfg.profiles_file).active(cfg.profile)
     if cfg.large_rerank is not None:
@@ -32,7 +32,7 @@ def variant_dirs(cfg: AppConfig) -> dict[str, str]:
     """The index variants that exist on disk (V-A ``meta``, V-B ``llmctx``)."""
     from pathlib import Path
 
-    from retrieval.systems.recipes import variant_dir
+    from finrag.retrieval.systems.recipes import variant_dir
 
     index = cfg.index_dir()
     found = {}
@@ -67,8 +67,8 @@ def generator_ledger(profile, role: str, *, cuda_devices: int | None = None):
     """The ledger that charges each request its token share of the generator's GPU, where the
     role runs on one (NVML over that device only). None on the CPU: the Ingress's own window
     already covers the CPU package, and a second reading of it would count it twice."""
-    from models.devices import resolve_device
-    from models.energy import EnergyLedger, meter_for
+    from finrag.models.devices import resolve_device
+    from finrag.models.energy import EnergyLedger, meter_for
 
     device = resolve_device(profile.role(role).device, role=role, cuda_devices=cuda_devices)
     return EnergyLedger(meter_for([device])) if device.startswith("cuda") else None
@@ -80,8 +80,8 @@ class Embedder:
     with (else the deployment fails to start, naming both)."""
 
     def __init__(self, config: dict):
-        from models.profiles import load_profile_embedder
-        from retrieval.store.index import Index
+        from finrag.models.profiles import load_profile_embedder
+        from finrag.retrieval.store.index import Index
 
         cfg = AppConfig.model_validate(config)
         self.embedder = load_profile_embedder(_profile(cfg))
@@ -97,7 +97,7 @@ class Retriever:
     """Catalog + FTS5 + FAISS, opened read-only; the plain index and its variants."""
 
     def __init__(self, config: dict):
-        from retrieval.store.index import Index
+        from finrag.retrieval.store.index import Index
 
         cfg = AppConfig.model_validate(config)
         self.indexes = {None: Index.open(cfg.index_dir())}
@@ -146,7 +146,7 @@ class Retriever:
     def page_view(self, doc_id: str, page: int, chunk_id: int | None = None) -> dict[str, Any]:
         """A page of a filing as PNG with chunk ``chunk_id`` highlighted, or ``error`` and the
         HTTP ``status`` to answer with (a plain dict: no exception types cross the handle)."""
-        from serving.pages import PageError, render_page
+        from finrag.serving.pages import PageError, render_page
 
         catalog = self.indexes[None].catalog
         doc = catalog.document(doc_id)
@@ -168,9 +168,9 @@ class Retriever:
     # the XBRL facts of the plain index (retrieval.facts), for the facts routes
     def _facts(self):
         if getattr(self, "_answerer", None) is None:
-            from retrieval.facts.answer import FactsAnswerer
-            from retrieval.facts.concepts import default_concepts
-            from retrieval.facts.store import FactStore
+            from finrag.retrieval.facts.answer import FactsAnswerer
+            from finrag.retrieval.facts.concepts import default_concepts
+            from finrag.retrieval.facts.store import FactStore
 
             self._answerer = FactsAnswerer(FactStore(self.indexes[None].catalog.db,
                                                      readonly=True), default_concepts())
@@ -192,7 +192,7 @@ class Reranker:
     (LLM yes/no scorer / large cross-encoder)."""
 
     def __init__(self, config: dict, role: str):
-        from models.profiles import load_reranker
+        from finrag.models.profiles import load_reranker
 
         self.reranker = load_reranker(_profile(AppConfig.model_validate(config)), role)
         # Serve runs concurrent calls in threads; an LLM scorer's engine takes one at a time
@@ -220,7 +220,7 @@ class Generator:
     batch at a time (its JSON processors are stateful)."""
 
     def __init__(self, config: dict, role: str = "generator"):
-        from models.profiles import load_llm
+        from finrag.models.profiles import load_llm
 
         cfg = AppConfig.model_validate(config)
         prof = _profile(cfg)
@@ -337,10 +337,10 @@ class Router:
     one model for both roles, else its own."""
 
     def __init__(self, config: dict, embedder, generator=None):
-        from retrieval.routing.companies import CompanyTable
-        from retrieval.store.index import Index
-        from retrieval.routing.router import Router as Resolver, make_content_scorer
-        from serving.remote import RemoteEmbedder, RemoteLLM
+        from finrag.retrieval.routing.companies import CompanyTable
+        from finrag.retrieval.store.index import Index
+        from finrag.retrieval.routing.router import Router as Resolver, make_content_scorer
+        from finrag.serving.remote import RemoteEmbedder, RemoteLLM
 
         cfg = AppConfig.model_validate(config)
         prof = _profile(cfg)
@@ -350,7 +350,7 @@ class Router:
             if generator is not None:
                 llm = lambda: RemoteLLM(generator)  # noqa: E731 — on first need
             else:
-                from models.profiles import load_llm
+                from finrag.models.profiles import load_llm
 
                 llm = lambda: OneCallAtATime(load_llm(prof, "router"))  # noqa: E731
         self.router = Resolver(self.index, CompanyTable.load(cfg.companies), llm=llm,

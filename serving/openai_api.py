@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from retrieval.systems.recipes import SYSTEMS
+from finrag.retrieval.systems.recipes import SYSTEMS
 
 PREFIX = "finrag-"
 CREATED = 1_767_225_600  # 2026-01-01: the model list needs a fixed creation time

@@ -36,7 +36,7 @@ class PageView:
 
 def render_page(path: str | Path, page: int, passage: str = "", *,
                 zoom: float = 1.5) -> PageView:
-    from retrieval.ingest.kinds import file_kind
+    from finrag.retrieval.ingest.kinds import file_kind
 
     path = Path(path)
     if file_kind(path) != "pdf":  # by its bytes: a PDF named .htm was indexed as a PDF

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-PROXY_CALLBACK = "serving.proxy_guard:middlewares"
+PROXY_CALLBACK = "finrag.serving.proxy_guard:middlewares"
 CALLBACK_ENV = "RAY_SERVE_HTTP_PROXY_CALLBACK_IMPORT_PATH"
 
 # names compared lower-case with "-" read as "_", as the proxy compares some of them

@@ -18,7 +18,7 @@ import time
 from functools import lru_cache
 from typing import Any, Callable
 
-from retrieval.systems.components import (CatalogReader, FactLookup, FactsSource, LLMEngine,
+from finrag.retrieval.systems.components import (CatalogReader, FactLookup, FactsSource, LLMEngine,
                                           QueryEmbedder, QuestionRouter, Reranker, SearchIndex)
 
 CALL_TIMEOUT_S = 300.0
@@ -262,7 +262,7 @@ class RemoteFacts(FactsSource):
             return wait(self.handle.facts_company.remote(key))
 
     def __init__(self, handle):
-        from retrieval.facts.concepts import default_concepts
+        from finrag.retrieval.facts.concepts import default_concepts
 
         self.handle = handle
         self.concepts = default_concepts()

@@ -13,7 +13,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from serving.config import AppConfig, load_serve_file
+from finrag.serving.config import AppConfig, load_serve_file
 
 DEFAULT_CONFIG = Path(__file__).resolve().parent.parent / "deploy" / "cpu.yaml"
 os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -49,7 +49,7 @@ def init_ray(address: str | None = None, *, num_cpus: int | None = None,
 
     import ray
 
-    from serving.proxy_guard import CALLBACK_ENV, PROXY_CALLBACK
+    from finrag.serving.proxy_guard import CALLBACK_ENV, PROXY_CALLBACK
 
     if ray.is_initialized():
         return False
@@ -104,8 +104,8 @@ class Service:
     def start(self, timeout: float = 900.0, progress=print) -> str:
         from ray import serve
 
-        from serving.admission import check_auth
-        from serving.app import build_app
+        from finrag.serving.admission import check_auth
+        from finrag.serving.app import build_app
 
         check_auth(self.cfg, self.host)  # before anything starts: nothing to clean up
         self._started_ray = init_ray(self.address, num_cpus=self.num_cpus, quiet=self.quiet)

@@ -20,14 +20,14 @@ def need_shared(path: Path = SHARED) -> Path:
 
 @pytest.fixture(scope="session")
 def embedder():
-    from models.embedders import load_embedder
+    from finrag.models.embedders import load_embedder
 
     return load_embedder("minilm")
 
 
 @pytest.fixture(scope="session")
 def demo_corpus(tmp_path_factory):
-    from serving.cli.demo_corpus import generate_demo_corpus
+    from finrag.serving.cli.demo_corpus import generate_demo_corpus
 
     return generate_demo_corpus(tmp_path_factory.mktemp("demo") / "corpus")
 
@@ -35,7 +35,7 @@ def demo_corpus(tmp_path_factory):
 @pytest.fixture(scope="session")
 def demo_index(tmp_path_factory, demo_corpus, embedder):
     """The demo corpus ingested once for the whole session (tests must not write to it)."""
-    from retrieval.indexer import Ingestor
+    from finrag.retrieval.indexer import Ingestor
 
     folder = tmp_path_factory.mktemp("demo-index")
     ingestor = Ingestor(folder, embedder, metadata=demo_corpus.metadata_path)

@@ -38,10 +38,10 @@ def main(work: Path, index: Path) -> dict:
         start = time.perf_counter()
         return lambda: timings.__setitem__(name, round(time.perf_counter() - start, 1))
 
-    from models.devices import DeviceError
-    from models.profiles import load_config
-    from retrieval.store.index import EmbedderMismatchError
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.models.devices import DeviceError
+    from finrag.models.profiles import load_config
+    from finrag.retrieval.store.index import EmbedderMismatchError
+    from finrag.retrieval.systems.pipelines import Pipeline
 
     # another embedder than the index's: refused, naming both (before any LLM loads)
     try:
@@ -66,7 +66,7 @@ def main(work: Path, index: Path) -> dict:
     done = timed("pipeline_s")
     pipe = Pipeline.load(index, profile="gpu-tiny")
     try:
-        from models.vllm_engine import VLLMEngine
+        from finrag.models.vllm_engine import VLLMEngine
 
         answer = pipe.answer(QUESTION, "hdrr")
         engine = pipe.engine("generator")
@@ -92,7 +92,7 @@ def main(work: Path, index: Path) -> dict:
         # the yes/no scorer on this engine against transformers on the same weights
         from vllm_contract_check import scorer_agreement
 
-        from models.profiles import resolve_role
+        from finrag.models.profiles import resolve_role
 
         prof = load_config().active("gpu-tiny")
         agreement = scorer_agreement(engine, resolve_role(prof, "large_reranker").path)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from serving.server import free_port, get_json
+from finrag.serving.server import free_port, get_json
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -57,7 +57,7 @@ def serve_app(work: Path, index: Path, *, token: str, limits: dict | None = None
     raydir = tempfile.mkdtemp(prefix="frt", dir="/tmp")  # short: Ray's socket paths are long
     env = dict(os.environ, RAY_TMPDIR=raydir, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
     log = open(work / "serve.log", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "serving.cli", "serve", "--config",
+    proc = subprocess.Popen([sys.executable, "-m", "finrag.serving.cli", "serve", "--config",
                              str(work / "serve.yaml")], cwd=ROOT, env=env, stdout=log,
                             stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"

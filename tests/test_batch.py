@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from serving.batch import finished_ids, read_questions, run_batch
+from finrag.serving.batch import finished_ids, read_questions, run_batch
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,7 +71,7 @@ def test_killed_batch_run_resumes(demo_index, demo_corpus, tmp_path):
     """SIGKILL a real `finrag batch` once it has written answers; the re-run answers only
     the rest, and every question ends up exactly once."""
     out = tmp_path / "answers.jsonl"
-    cmd = [sys.executable, "-m", "serving.cli", "batch", str(demo_corpus.questions_path),
+    cmd = [sys.executable, "-m", "finrag.serving.cli", "batch", str(demo_corpus.questions_path),
            "--out", str(out), "--index", str(demo_index), "--profile", "tiny", "--sequential",
            "--no-generate", "-q"]
     env = dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
@@ -98,11 +98,11 @@ def test_killed_batch_run_resumes(demo_index, demo_corpus, tmp_path):
 
 
 def test_answer_many_batches_generation(demo_index, demo_corpus):
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.retrieval.systems.pipelines import Pipeline
 
     questions = [json.loads(l)["question"]
                  for l in Path(demo_corpus.questions_path).read_text().splitlines()[:2]]
-    from models.energy import CounterMeter
+    from finrag.models.energy import CounterMeter
 
     pipe = Pipeline.load(demo_index, profile="tiny")
     # no energy counter on a CI machine: a real cumulative counter (the monotonic clock, one
@@ -124,7 +124,7 @@ def test_answer_many_batches_generation(demo_index, demo_corpus):
 
 def test_batch_benchmark_runs_a_baseline_profile_first_in_the_same_run(demo_index, demo_corpus,
                                                                         tmp_path):
-    from benchmarks import batch_throughput
+    from finrag.benchmarks import batch_throughput
 
     out = tmp_path / "bench"
     assert batch_throughput.main(["--index", str(demo_index), "--profile", "tiny",
@@ -148,8 +148,8 @@ def test_batch_benchmark_runs_a_baseline_profile_first_in_the_same_run(demo_inde
 
 
 def test_batch_benchmark_takes_one_half_of_the_financebench_questions(tmp_path):
-    from benchmarks.batch_throughput import split_questions
-    from benchmarks.splits import split_ids
+    from finrag.benchmarks.batch_throughput import split_questions
+    from finrag.benchmarks.splits import split_ids
 
     records = [{"financebench_id": f"fb-{i}", "question": f"q{i}?", "question_type": t,
                 "pdf_present": True} for i, t in enumerate(["a", "a", "b", "b", "b"])]

@@ -7,14 +7,14 @@ import shutil
 
 import pytest
 
-from benchmarks import calibration as C
-from benchmarks import judge as J
-from benchmarks import pareto as P
-from benchmarks import perf as PF
-from benchmarks import quality as Q
-from benchmarks import report as R
+from finrag.benchmarks import calibration as C
+from finrag.benchmarks import judge as J
+from finrag.benchmarks import pareto as P
+from finrag.benchmarks import perf as PF
+from finrag.benchmarks import quality as Q
+from finrag.benchmarks import report as R
 from conftest import FINANCEBENCH, need_shared
-from models.llm import Completion
+from finrag.models.llm import Completion
 
 
 # --- caches ----------------------------------------------------------------------------------
@@ -253,7 +253,7 @@ def test_pareto_configurations_and_sla_parsing():
                                              "hdrr in-process C=2 (perf_after)"]
     assert levels[0]["tokens"] == 1000 and levels[0]["p95_s"] == 31.0  # from 30 answers
     assert P.perf_levels([perf | {"levels": [perf["levels"][0] | {"ok": 4}]}])[0]["p95_s"] is None
-    from benchmarks import stats
+    from finrag.benchmarks import stats
 
     front = stats.pareto_front(rows, maximize=("quality",), minimize=("cost", "latency"))
     assert [r["name"] for r in front] == ["cbr", "hdrr"]
@@ -272,7 +272,7 @@ def test_system_limits_parse():
 
 
 def test_system_sample_is_fixed_nested_and_routed_only():
-    from retrieval.systems.evaluation import Question
+    from finrag.retrieval.systems.evaluation import Question
 
     qs = [Question(f"q{i}", "?", f"DOC{i}" if i % 3 else None, [1], pdf_present=i % 4 != 0)
           for i in range(40)]
@@ -286,7 +286,7 @@ def test_system_sample_is_fixed_nested_and_routed_only():
 
 
 def test_run_order_is_seeded_not_file_order():
-    from retrieval.systems.evaluation import Question
+    from finrag.retrieval.systems.evaluation import Question
 
     qs = [Question(f"q{i:02d}", "?", "DOC", [1]) for i in range(40)]
     ids = [qs[i].id for i in Q.run_order(qs)]
@@ -300,7 +300,7 @@ def test_run_order_is_seeded_not_file_order():
 # --- end to end, tiny profile ----------------------------------------------------------------
 
 def _cli(*args):
-    from serving.cli import main
+    from finrag.serving.cli import main
 
     return main([str(a) for a in args])
 
@@ -451,7 +451,7 @@ def test_code_version_follows_the_source(tmp_path, monkeypatch):
     ([], ["0.9", *map(str, range(1, 11))]),  # nothing drawn: matplotlib's default limits
 ])
 def test_log_axis_ticks_are_plain_numbers_that_do_not_collide(xs, labels):
-    from benchmarks import report as R
+    from finrag.benchmarks import report as R
 
     plt = R.pyplot()
     fig, ax = plt.subplots()
@@ -469,9 +469,9 @@ def test_log_axis_ticks_are_plain_numbers_that_do_not_collide(xs, labels):
 def test_calibration_is_the_one_of_the_same_judge_on_the_same_engine(tmp_path, monkeypatch):
     import json
 
-    from benchmarks import quality
-    from benchmarks import report as R
-    from benchmarks.scorer import VERSION
+    from finrag.benchmarks import quality
+    from finrag.benchmarks import report as R
+    from finrag.benchmarks.scorer import VERSION
 
     def calibration(folder: str, engine: str, accuracy: float) -> None:
         path = tmp_path / folder
@@ -511,7 +511,7 @@ def _quality_run(folder, profile, labels, judge=None, latencies=(1.0, 2.0, 3.0))
 
 
 def test_quality_compare_pairs_questions_and_refuses_unlike_runs(tmp_path):
-    from benchmarks import quality_compare as QC
+    from finrag.benchmarks import quality_compare as QC
 
     a = _quality_run(tmp_path / "a", "cpu", ["correct", "incorrect", "correct"])
     b = _quality_run(tmp_path / "b", "cpu-large", ["correct", "correct", "refusal"],

@@ -6,8 +6,8 @@ import warnings
 
 import pytest
 
-from benchmarks import judge as J
-from models.llm import Completion, StructuredOutputError
+from finrag.benchmarks import judge as J
+from finrag.models.llm import Completion, StructuredOutputError
 
 from conftest import FINANCEBENCH, need_shared
 
@@ -166,7 +166,7 @@ def test_calibrate_with_scripted_engine():
 
 
 def test_judge_role_falls_back_to_generator():
-    from models.profiles import load_config
+    from finrag.models.profiles import load_config
 
     profile = load_config(env={}).active("tiny")
     assert J.judge_role(profile) == ("judge" if "judge" in profile.roles else "generator")
@@ -179,7 +179,7 @@ def test_judge_role_falls_back_to_generator():
 
 @pytest.mark.integration
 def test_tiny_judge_end_to_end():
-    from models.profiles import load_config, load_llm, resolve_role
+    from finrag.models.profiles import load_config, load_llm, resolve_role
 
     rows = J.load_labelled(need_shared(LABELLED))
     picked = [next(r for r in rows if r["label"] == label) for label in J.LABELS]

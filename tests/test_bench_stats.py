@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from benchmarks import stats
+from finrag.benchmarks import stats
 
 
 # --- bootstrap -------------------------------------------------------------------------------

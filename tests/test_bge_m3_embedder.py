@@ -5,7 +5,7 @@ import pytest
 
 pytest.importorskip("FlagEmbedding")
 
-from models.embedders import BGEM3Embedder, load_embedder  # noqa: E402
+from finrag.models.embedders import BGEM3Embedder, load_embedder  # noqa: E402
 
 TEXTS = ["Revenue grew 12% in fiscal 2023.", "Net income", "The board declared a dividend of "
          "$0.50 per share payable in March, subject to the usual conditions."]
@@ -15,7 +15,7 @@ TEXTS = ["Revenue grew 12% in fiscal 2023.", "Net income", "The board declared a
 def tiny_m3(tmp_path_factory):
     """A random XLM-R encoder (hidden 32, 2 layers) with MiniLM's WordPiece tokenizer, plus
     FlagEmbedding's colbert_linear.pt / sparse_linear.pt heads (models.tiny_model)."""
-    from models.tiny_model import build_tiny_bge_m3
+    from finrag.models.tiny_model import build_tiny_bge_m3
 
     return build_tiny_bge_m3(tmp_path_factory.mktemp("tiny-bge-m3"))
 

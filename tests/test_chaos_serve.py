@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from serving.server import get_json
+from finrag.serving.server import get_json
 from tests.served_app import serve_app
 
 TOKEN = "chaos-token-5e1d0b"

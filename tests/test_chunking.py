@@ -1,5 +1,5 @@
-from retrieval.ingest.chunking import chunk_pages, join_pages
-from retrieval.documents import ParsedPage
+from finrag.retrieval.ingest.chunking import chunk_pages, join_pages
+from finrag.retrieval.documents import ParsedPage
 import pytest
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from serving.server import get_json
+from finrag.serving.server import get_json
 from tests.served_app import serve_app
 
 TOKEN = "client-token"

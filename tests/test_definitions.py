@@ -2,9 +2,9 @@
 
 import pytest
 
-from retrieval.facts.classify import classify
-from retrieval.facts.concepts import default_concepts
-from retrieval.facts.definitions import DefinitionError, asked_definition, read_definitions
+from finrag.retrieval.facts.classify import classify
+from finrag.retrieval.facts.concepts import default_concepts
+from finrag.retrieval.facts.definitions import DefinitionError, asked_definition, read_definitions
 
 
 @pytest.fixture(scope="module")

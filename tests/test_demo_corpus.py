@@ -19,9 +19,9 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from serving.cli.demo_corpus import corpus as dc
-from serving.cli.demo_corpus.companies import COMPANY_BY_KEY, Company
-from retrieval.documents import DOC_TYPES, DocumentMeta
+from finrag.serving.cli.demo_corpus import corpus as dc
+from finrag.serving.cli.demo_corpus.companies import COMPANY_BY_KEY, Company
+from finrag.retrieval.documents import DOC_TYPES, DocumentMeta
 
 FILE_NAME = re.compile(r"^(?P<key>[A-Z]+)_(?P<year>\d{4})(?:Q(?P<q>[1-4]))?_(?P<form>10K|10Q)\.pdf$")
 
@@ -378,7 +378,7 @@ def test_main_prints_what_it_wrote(tmp_path, capsys):
 
 
 def test_python_m_retrieval_demo(tmp_path):
-    res = subprocess.run([sys.executable, "-m", "serving.cli.demo_corpus", str(tmp_path / "corpus")],
+    res = subprocess.run([sys.executable, "-m", "finrag.serving.cli.demo_corpus", str(tmp_path / "corpus")],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
     assert "wrote demo corpus" in res.stdout and (tmp_path / "corpus" / dc.MANIFEST_NAME).is_file()

@@ -25,7 +25,7 @@ from ray.serve.deployment import Application
 from ray.serve.schema import RayActorOptionsSchema, ServeDeploySchema
 
 from deploy import crd_check
-from serving.config import DEPLOYMENTS, AppConfig, ServeFile, load_serve_file
+from finrag.serving.config import DEPLOYMENTS, AppConfig, ServeFile, load_serve_file
 
 DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
 CPU, GPU = DEPLOY / "cpu.yaml", DEPLOY / "gpu.yaml"
@@ -102,7 +102,7 @@ def max_replicas(options: dict) -> int:
 def gpus_needed(cfg: AppConfig, scale=max_replicas) -> int:
     """GPUs the app asks for at a scale (one GPU a pod): whole-GPU replicas one each, the
     fractional ones packed together."""
-    from models.profiles import load_config
+    from finrag.models.profiles import load_config
 
     profile = load_config().active(cfg.profile)
     whole, fractional = 0, 0.0
@@ -186,14 +186,14 @@ def test_rayservice_serve_config_accepted_by_finrag_and_serve():
 
 @pytest.mark.parametrize("where", list(serve_configs()))
 def test_import_paths_resolve_to_build_app(where):
-    import serving.app
+    from finrag.serving import app as serving_app
 
     apps = serve_configs()[where]["applications"]
     assert apps
     for app in apps:
-        assert app["import_path"] == "serving.app:build_app"
+        assert app["import_path"] == "finrag.serving.app:build_app"
         module, _, attr = app["import_path"].partition(":")
-        assert getattr(importlib.import_module(module), attr) is serving.app.build_app
+        assert getattr(importlib.import_module(module), attr) is serving_app.build_app
 
 
 @pytest.mark.parametrize("where", list(serve_configs()))
@@ -238,7 +238,7 @@ def test_gpu_yaml_sets_every_deployment():
 # --- placement -----------------------------------------------------------------------------
 
 def test_cpu_yaml_asks_for_no_gpu_anywhere():
-    from serving.app import build_app
+    from finrag.serving.app import build_app
 
     raw = yaml.safe_load(CPU.read_text())
     assert all(not v for v in keys_named(raw, "num_gpus"))
@@ -249,7 +249,7 @@ def test_cpu_yaml_asks_for_no_gpu_anywhere():
 
 
 def test_gpu_profile_exists_and_is_the_vllm_one():
-    from models.profiles import load_config
+    from finrag.models.profiles import load_config
 
     cfg = load_serve_file(GPU).app_config()
     profile = load_config().active(cfg.profile)
@@ -259,7 +259,7 @@ def test_gpu_profile_exists_and_is_the_vllm_one():
 
 
 def test_gpu_yaml_builds_with_gpus_where_models_run(monkeypatch):
-    from serving.app import build_app
+    from finrag.serving.app import build_app
 
     cfg = load_serve_file(GPU).app_config()
     assert cfg.large_rerank is True
@@ -280,8 +280,8 @@ def test_gpu_yaml_places_each_role_by_its_memory_share():
     """A deployment that loads a model reserves its role's memory share of a GPU (the share
     its vLLM engine reserves of the device's memory), so Ray packs no more onto a GPU than
     its memory holds; one of each fits one GPU."""
-    from models.devices import MAX_DEVICE_SHARE
-    from models.profiles import load_config
+    from finrag.models.devices import MAX_DEVICE_SHARE
+    from finrag.models.profiles import load_config
 
     cfg = load_serve_file(GPU).app_config()
     profile = load_config().active(cfg.profile)
@@ -515,6 +515,10 @@ def test_dockerfile_serves_gpu_yaml_without_weights_inside():
         "finrag", "serve", "--config", "deploy/gpu.yaml"]
     copied = " ".join(a for i, a in instructions if i in ("COPY", "ADD"))
     assert "deploy/" in copied and ".venv" not in copied
+    # what `pip install .` builds the finrag package from: the root's __init__.py is the package
+    assert [f for f in ("pyproject.toml", "__init__.py", "models/", "retrieval/", "serving/",
+                        "benchmarks/") if f not in copied.split()
+            and not any(c.startswith(f) for c in copied.split())] == []
     assert not any(s in copied for s in (".safetensors", ".gguf", "/models"))
 
 

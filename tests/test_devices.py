@@ -2,8 +2,8 @@
 
 import pytest
 
-from models.devices import MAX_DEVICE_SHARE, DeviceError, memory_shares, resolve_device
-from models.profiles import load_config
+from finrag.models.devices import MAX_DEVICE_SHARE, DeviceError, memory_shares, resolve_device
+from finrag.models.profiles import load_config
 
 
 def test_resolve_device_by_what_torch_sees():
@@ -21,7 +21,7 @@ def test_resolve_device_by_what_torch_sees():
 def test_profile_rejects_a_bad_device_name():
     from pydantic import ValidationError
 
-    from models.profiles import RoleSpec
+    from finrag.models.profiles import RoleSpec
 
     assert RoleSpec(kind="llm", model="m").device == "auto"
     with pytest.raises(ValidationError):
@@ -73,7 +73,7 @@ def test_two_engines_without_shares_are_refused():
 
 
 def test_placement_gpus_follow_the_shares():
-    from models.devices import placement_gpus
+    from finrag.models.devices import placement_gpus
 
     gpu = load_config(env={}).active("gpu")
     assert placement_gpus(gpu, ["generator"]) == 0.45
@@ -88,7 +88,7 @@ def test_placement_gpus_follow_the_shares():
 
 
 def test_serve_deployments_reserve_their_roles_share():
-    from serving.config import AppConfig
+    from finrag.serving.config import AppConfig
 
     gpu = load_config(env={}).active("gpu")
     cfg = AppConfig.model_validate({"deployments": {
@@ -108,7 +108,7 @@ def test_serve_deployments_reserve_their_roles_share():
 
 
 def test_batch_actors_reserve_the_pipelines_shares():
-    from serving.batch import actor_gpus
+    from finrag.serving.batch import actor_gpus
 
     assert actor_gpus({"profile": "gpu", "config": None}) == 0.85
     assert actor_gpus({"profile": "gpu", "config": None, "large_rerank": False}) == 0.75
@@ -118,7 +118,7 @@ def test_batch_actors_reserve_the_pipelines_shares():
 
 
 def test_energy_reads_only_the_devices_that_serve():
-    from models.energy import meter_for, nvml_index
+    from finrag.models.energy import meter_for, nvml_index
 
     assert nvml_index("cuda:0", visible="") == 0
     assert nvml_index("cuda:1", visible="4,6") == 6  # Ray / the scheduler renumbers
@@ -134,8 +134,8 @@ def test_energy_reads_only_the_devices_that_serve():
 
 
 def test_a_shared_generation_is_charged_by_token_share():
-    from models.energy import EnergyReading
-    from retrieval.systems.run import energy as answer_energy
+    from finrag.models.energy import EnergyReading
+    from finrag.retrieval.systems.run import energy as answer_energy
 
     window = EnergyReading(4.0, "nvml", "gpu0", 2.0, 1.0)
     own = EnergyReading(0.5, "nvml", "gpu0", 0.1, 0.1)
@@ -152,8 +152,8 @@ def test_a_served_answer_counts_the_generators_metered_share_and_says_what_is_le
     """On a GPU profile in Serve the Ingress reads no counter (its windows say unavailable)
     and the Generator charges each request its token share of its GPU: the answer's joules are
     that share, and the scope says the other steps are not included."""
-    from models.energy import EnergyLedger, EnergyReading
-    from retrieval.systems.run import energy as answer_energy
+    from finrag.models.energy import EnergyLedger, EnergyReading
+    from finrag.retrieval.systems.run import energy as answer_energy
 
     retrieval = EnergyReading(None, "unavailable", None, 0.3, 0.2)
     generation = EnergyReading(12.5, "nvml", "gpu0; " + EnergyLedger.SHARED, 1.0, 0.0)
@@ -167,7 +167,7 @@ def test_a_served_answer_counts_the_generators_metered_share_and_says_what_is_le
 
 
 def test_the_generator_meters_its_gpu_only():
-    from serving.deployments import generator_ledger
+    from finrag.serving.deployments import generator_ledger
 
     cpu = load_config(env={}).active("cpu")
     assert generator_ledger(cpu, "generator") is None  # the Ingress's window covers the CPU
@@ -185,7 +185,7 @@ def test_the_generator_meters_its_gpu_only():
 
 
 def test_the_ingress_never_sums_the_hosts_gpus():
-    from serving.app import ingress_meter
+    from finrag.serving.app import ingress_meter
 
     gpu, cpu = (load_config(env={}).active(n) for n in ("gpu", "cpu"))
     with ingress_meter(gpu).measure() as m:

@@ -10,7 +10,7 @@ from conftest import REPO
 
 
 def doctor(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "serving.cli", "doctor", *args], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "finrag.serving.cli", "doctor", *args], cwd=REPO,
                           env=dict(os.environ, HF_HUB_OFFLINE="1", **(env or {})),
                           capture_output=True, text=True, timeout=300)
 
@@ -54,8 +54,8 @@ profiles:
 
 
 def test_doctor_reports_the_llamacpp_build_and_refuses_without_it(tmp_path):
-    from models.profiles import load_config
-    from serving.cli.doctor import check_profile, inspect_machine
+    from finrag.models.profiles import load_config
+    from finrag.serving.cli.doctor import check_profile, inspect_machine
 
     machine = inspect_machine()
     assert set(machine.llamacpp) == {"version", "where"}

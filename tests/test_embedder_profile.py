@@ -15,7 +15,7 @@ pytest.importorskip("FlagEmbedding")
 
 
 def finrag(*args, env: dict[str, str]):
-    return subprocess.run([sys.executable, "-m", "serving.cli", *map(str, args)], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "finrag.serving.cli", *map(str, args)], cwd=REPO,
                           env=dict(os.environ, HF_HUB_OFFLINE="1", **env),
                           capture_output=True, text=True, timeout=300)
 
@@ -25,7 +25,7 @@ def m3_profile(tmp_path_factory):
     """A user profiles file: `m3tiny` is the `tiny` profile with a tiny BGE-M3-shaped embedder."""
     import yaml
 
-    from models.tiny_model import build_tiny_bge_m3
+    from finrag.models.tiny_model import build_tiny_bge_m3
 
     folder = build_tiny_bge_m3(tmp_path_factory.mktemp("tiny-m3"))
     path = tmp_path_factory.mktemp("profiles") / "profiles.yaml"
@@ -44,7 +44,7 @@ def m3_profile(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def m3_index(tmp_path_factory, m3_profile):
-    from serving.cli.demo_corpus import generate_demo_corpus
+    from finrag.serving.cli.demo_corpus import generate_demo_corpus
 
     config, _ = m3_profile
     corpus = generate_demo_corpus(tmp_path_factory.mktemp("corpus"))
@@ -58,7 +58,7 @@ def m3_index(tmp_path_factory, m3_profile):
 
 
 def test_ingest_records_the_profiles_embedder(m3_index, m3_profile):
-    from retrieval.store.index import Index
+    from finrag.retrieval.store.index import Index
 
     _, folder = m3_profile
     with Index.open(m3_index[0]) as index:
@@ -82,9 +82,9 @@ def test_search_with_another_embedder_names_both(m3_index, m3_profile):
 
 
 def test_pipeline_and_ingest_refuse_another_embedder(m3_index, m3_profile, embedder):
-    from retrieval.indexer import Ingestor
-    from retrieval.store.index import EmbedderMismatchError
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.retrieval.indexer import Ingestor
+    from finrag.retrieval.store.index import EmbedderMismatchError
+    from finrag.retrieval.systems.pipelines import Pipeline
 
     index, corpus, _ = m3_index
     with pytest.raises(EmbedderMismatchError, match="all-MiniLM-L6-v2.*384-d"):

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from models.energy import (
+from finrag.models.energy import (
     CounterMeter,
     EnergyReading,
     MeterUnavailable,
@@ -258,7 +258,7 @@ class _Dial:
 
 
 def _ledger(dial):
-    from models.energy import EnergyLedger
+    from finrag.models.energy import EnergyLedger
 
     # an hour between samples: only the ledger's own events sample, so the split is exact
     return EnergyLedger(CounterMeter(dial.read, "nvml", "gpu0"), interval=3600)
@@ -295,7 +295,7 @@ def test_ledger_splits_evenly_when_no_tokens_were_reported():
 
 
 def test_ledger_gives_none_for_a_broken_counter_and_unavailable_without_one():
-    from models.energy import EnergyLedger
+    from finrag.models.energy import EnergyLedger
 
     dial = _Dial()
     ledger = _ledger(dial)
@@ -323,7 +323,7 @@ def test_ledger_sampler_thread_charges_concurrent_requests_that_sum_to_the_devic
     busy machine cannot leave whole intervals to the other request."""
     import threading
 
-    from models.energy import EnergyLedger
+    from finrag.models.energy import EnergyLedger
 
     start = time.perf_counter()
     ledger = EnergyLedger(CounterMeter(lambda: {"gpu0": 100 * (time.perf_counter() - start)},

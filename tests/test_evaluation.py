@@ -2,7 +2,7 @@
 
 import json
 
-from retrieval.systems.evaluation import (Question, evidence_hit, load_questions, score_row, summarize,
+from finrag.retrieval.systems.evaluation import (Question, evidence_hit, load_questions, score_row, summarize,
                                   wrong_document_share)
 
 

@@ -14,7 +14,7 @@ COMPANYFACTS = SEC / "companyfacts"
 @pytest.fixture(scope="module")
 def facts_index(tmp_path_factory, embedder):
     """An index holding only the five companies' companyfacts (no documents)."""
-    from retrieval.indexer import Ingestor
+    from finrag.retrieval.indexer import Ingestor
 
     need_shared(COMPANYFACTS)
     folder = tmp_path_factory.mktemp("facts-index")
@@ -29,7 +29,7 @@ def facts_index(tmp_path_factory, embedder):
 
 @pytest.fixture(scope="module")
 def pipe(facts_index):
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.retrieval.systems.pipelines import Pipeline
 
     p = Pipeline.load(facts_index, profile="tiny")
     yield p
@@ -46,7 +46,7 @@ def value_of(answer, metric):
 def test_quarters_of_52_53_week_years_follow_the_day_count():
     from datetime import date
 
-    from retrieval.routing.calendars import quarter_ending
+    from finrag.retrieval.routing.calendars import quarter_ending
 
     assert quarter_ending(date(2023, 12, 30), 2024, "09-27") == 1  # Apple Q1 FY2024
     assert quarter_ending(date(2022, 12, 31), 2023, "09-27") == 1  # a 14-week Q1
@@ -68,7 +68,7 @@ def test_facts_sit_on_each_companys_calendar(pipe):
 
 def test_reingest_is_idempotent_and_a_malformed_file_is_one_clear_line(facts_index, embedder,
                                                                         tmp_path):
-    from retrieval.indexer import Ingestor
+    from finrag.retrieval.indexer import Ingestor
 
     ingestor = Ingestor(facts_index, embedder)
     try:
@@ -129,15 +129,15 @@ def test_restated_eps_answers_with_the_latest_filing_and_keeps_the_first(pipe):
 
 
 def test_segment_facts_never_answer(tmp_path, embedder):
-    from retrieval.facts.answer import FactsAnswerer
-    from retrieval.facts.classify import classify
-    from retrieval.facts.concepts import default_concepts
-    from retrieval.indexer import Ingestor
+    from finrag.retrieval.facts.answer import FactsAnswerer
+    from finrag.retrieval.facts.classify import classify
+    from finrag.retrieval.facts.concepts import default_concepts
+    from finrag.retrieval.indexer import Ingestor
 
     need_shared(SEC / "filings")
     ingestor = Ingestor(tmp_path / "idx", embedder)
     try:
-        from retrieval.facts.load import load_inline
+        from finrag.retrieval.facts.load import load_inline
 
         load_inline(ingestor.facts, SEC / "filings" / "nvda" / "nvda-10-k-2025-02-26.html",
                     "nvda-10-k-2025-02-26", "sha", ingestor.companies)
@@ -179,8 +179,8 @@ def test_what_the_facts_do_not_hold_is_said_without_a_number(pipe):
 
 
 def test_routes_from_rules():
-    from retrieval.facts.classify import classify
-    from retrieval.facts.concepts import default_concepts
+    from finrag.retrieval.facts.classify import classify
+    from finrag.retrieval.facts.concepts import default_concepts
 
     c = default_concepts()
     cases = {
@@ -203,7 +203,7 @@ def test_routes_from_rules():
 
 
 def test_the_concept_table_is_extendable(tmp_path):
-    from retrieval.facts.concepts import ConceptTable
+    from finrag.retrieval.facts.concepts import ConceptTable
 
     mine = tmp_path / "mine.yaml"
     mine.write_text("metrics:\n  buybacks_net:\n    phrases: [net buybacks]\n"
@@ -221,9 +221,9 @@ def test_the_concept_table_is_extendable(tmp_path):
 
 
 def test_contradictions_between_facts_and_text():
-    from retrieval.facts.answer import FactValue
-    from retrieval.facts.checks import confidence, contradictions
-    from retrieval.facts.concepts import default_concepts
+    from finrag.retrieval.facts.answer import FactValue
+    from finrag.retrieval.facts.checks import confidence, contradictions
+    from finrag.retrieval.facts.concepts import default_concepts
 
     v = FactValue("NVIDIA", "NVDA", "0001045810", "revenue", "Revenue", "us-gaap:Revenues",
                   130_497_000_000.0, "USD", "FY", 2025, None, "2024-01-29", "2025-01-26", "10-K",
@@ -241,7 +241,7 @@ def test_contradictions_between_facts_and_text():
 def test_a_metric_lookup_loads_no_llm(pipe):
     """Its speed is benchmarks/facts' to measure; here, that no LLM is loaded on this path (a
     pipeline of its own, so another test's engines do not count)."""
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.retrieval.systems.pipelines import Pipeline
 
     fresh = Pipeline(pipe.index, pipe.embedder, pipe.profile, light=pipe.light, meter=pipe.meter)
     a = fresh.answer("Alphabet net income FY2023")
@@ -263,7 +263,7 @@ def test_ratios_state_their_formula(pipe):
 
 
 def test_user_metrics_come_from_finrag_concepts(tmp_path, monkeypatch):
-    from retrieval.facts import concepts
+    from finrag.retrieval.facts import concepts
 
     mine = tmp_path / "mine.yaml"
     mine.write_text("metrics:\n  opex_ratio:\n    phrases: [opex ratio]\n"
@@ -322,8 +322,8 @@ def test_a_direction_is_read_from_the_numbers_by_the_metrics_better_side(pipe):
 
 
 def test_lower_is_better_where_the_table_says_so():
-    from retrieval.facts.concepts import default_concepts
-    from retrieval.facts.trends import read_trend, verdict
+    from finrag.retrieval.facts.concepts import default_concepts
+    from finrag.retrieval.facts.trends import read_trend, verdict
 
     class V:
         def __init__(self, value, year):
@@ -360,7 +360,7 @@ def test_a_missing_period_is_said_and_nothing_is_guessed(pipe):
     assert "no revenue for FY2011" in a.facts_note and "no revenue for FY2012" in a.facts_note
     assert not re.match(r"(?:Yes|No)\b", a.answer) and not a.facts
     # one of the two periods held: the direction cannot be told, and the answer says which
-    from retrieval.facts.trends import read_trend, verdict
+    from finrag.retrieval.facts.trends import read_trend, verdict
 
     class V:
         value, fiscal_year, fiscal_quarter, unit, period = 5.0, 2023, None, "USD", "FY"
@@ -370,7 +370,7 @@ def test_a_missing_period_is_said_and_nothing_is_guessed(pipe):
 
 
 def test_yes_no_questions_of_other_kinds_get_no_direction():
-    from retrieval.facts.trends import read_trend
+    from finrag.retrieval.facts.trends import read_trend
 
     assert read_trend("Were there any events that increased Pfizer's net income in 2019?") is None
     q = "Did Ulta's wages as a percent of net sales increase in FY2023?"
@@ -381,7 +381,7 @@ def test_yes_no_questions_of_other_kinds_get_no_direction():
 
 
 def test_judgements_compare_the_computed_measure_with_a_stated_rule(pipe):
-    from retrieval.facts.trends import rules_of_thumb
+    from finrag.retrieval.facts.trends import rules_of_thumb
 
     capex = _fy(pipe, "Apple", "capex", 2023) / _fy(pipe, "Apple", "revenue", 2023)
     a = pipe.answer("Is Apple a capital-intensive business based on FY2023 data?")
@@ -408,8 +408,8 @@ def test_judgements_compare_the_computed_measure_with_a_stated_rule(pipe):
 
 
 def test_every_rule_of_thumb_states_its_rule_and_source():
-    from retrieval.facts.concepts import default_concepts
-    from retrieval.facts.trends import rules_of_thumb
+    from finrag.retrieval.facts.concepts import default_concepts
+    from finrag.retrieval.facts.trends import rules_of_thumb
 
     rules = rules_of_thumb()
     assert rules["stable"]["source"]

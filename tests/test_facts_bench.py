@@ -8,10 +8,10 @@ from collections import Counter
 import pytest
 from conftest import SHARED, need_shared
 
-from benchmarks import facts_gold as G
-from benchmarks import facts_quality as FQ
-from benchmarks import facts_quality_report as FQR
-from retrieval.answer import Answer, LLMCall
+from finrag.benchmarks import facts_gold as G
+from finrag.benchmarks import facts_quality as FQ
+from finrag.benchmarks import facts_quality_report as FQR
+from finrag.retrieval.answer import Answer, LLMCall
 
 COMPANYFACTS = SHARED / "data" / "sec" / "companyfacts"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from conftest import SHARED, need_shared
-from retrieval.facts.companyfacts import read_companyfacts
-from retrieval.facts.ixbrl import read_inline_facts
-from retrieval.facts.model import FactsError
+from finrag.retrieval.facts.companyfacts import read_companyfacts
+from finrag.retrieval.facts.ixbrl import read_inline_facts
+from finrag.retrieval.facts.model import FactsError
 
 SEC_DIR = SHARED / "data" / "sec"
 NVDA_10K = "nvda/nvda-10-k-2025-02-26.html"

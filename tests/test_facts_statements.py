@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval.facts.formula import FormulaError, evaluate, names, parse
-from retrieval.facts.statements import parse_amount, statement_kind, year_columns
-from retrieval.facts.units import in_requested_unit, read_request
+from finrag.retrieval.facts.formula import FormulaError, evaluate, names, parse
+from finrag.retrieval.facts.statements import parse_amount, statement_kind, year_columns
+from finrag.retrieval.facts.units import in_requested_unit, read_request
 from tests.conftest import FINANCEBENCH, need_shared
 
 DOC = "3M_2018_10K"
@@ -15,7 +15,7 @@ DOC = "3M_2018_10K"
 @pytest.fixture(scope="module")
 def mmm(tmp_path_factory, embedder):
     """An index of one FinanceBench PDF; ingest reads its statements into the facts store."""
-    from retrieval.indexer import Ingestor
+    from finrag.retrieval.indexer import Ingestor
 
     pdf = need_shared(FINANCEBENCH / "pdfs" / f"{DOC}.pdf")
     folder = tmp_path_factory.mktemp("mmm-index")
@@ -28,8 +28,8 @@ def mmm(tmp_path_factory, embedder):
 
 @pytest.fixture(scope="module")
 def answerer(mmm):
-    from retrieval.facts.answer import FactsAnswerer
-    from retrieval.facts.concepts import default_concepts
+    from finrag.retrieval.facts.answer import FactsAnswerer
+    from finrag.retrieval.facts.concepts import default_concepts
 
     return FactsAnswerer(mmm.facts, default_concepts())
 
@@ -43,7 +43,7 @@ def _row(catalog, page: int, label: str, year: str) -> float:
 
 
 def test_capex_from_the_cash_flow_statement(mmm, answerer):
-    from retrieval.facts.concepts import default_concepts
+    from finrag.retrieval.facts.concepts import default_concepts
 
     company = mmm.facts.company("3M")
     assert company is not None and company.cik == "KEY:3M"
@@ -55,8 +55,8 @@ def test_capex_from_the_cash_flow_statement(mmm, answerer):
 
 
 def test_year_end_ppe_in_billions(mmm, answerer):
-    from retrieval.facts.classify import classify
-    from retrieval.facts.concepts import default_concepts
+    from finrag.retrieval.facts.classify import classify
+    from finrag.retrieval.facts.concepts import default_concepts
 
     q = classify("Answer the following question by primarily using information that is shown "
                  "in the balance sheet: what is the year end FY2018 net PPNE for 3M? Answer in "
@@ -69,8 +69,8 @@ def test_year_end_ppe_in_billions(mmm, answerer):
 
 
 def test_roa_with_average_assets_equals_the_hand_computation(mmm, answerer):
-    from retrieval.facts.classify import classify
-    from retrieval.facts.concepts import default_concepts
+    from finrag.retrieval.facts.classify import classify
+    from finrag.retrieval.facts.concepts import default_concepts
 
     catalog = mmm.index.catalog
     net_income = _row(catalog, 56, "Net income attributable to 3M", "2018")
@@ -88,7 +88,7 @@ def test_roa_with_average_assets_equals_the_hand_computation(mmm, answerer):
 
 
 def test_dpo_reads_the_prior_year_and_says_what_is_missing(mmm, answerer):
-    from retrieval.facts.concepts import default_concepts
+    from finrag.retrieval.facts.concepts import default_concepts
 
     c = default_concepts()
     company = mmm.facts.company("3M")
@@ -115,9 +115,9 @@ def test_a_note_table_does_not_override_the_primary_statement(mmm):
 
 
 def test_extract_again_replaces_the_documents_facts(mmm):
-    from retrieval.routing.companies import CompanyTable
-    from retrieval.facts.concepts import default_concepts
-    from retrieval.facts.statements import store_statements
+    from finrag.retrieval.routing.companies import CompanyTable
+    from finrag.retrieval.facts.concepts import default_concepts
+    from finrag.retrieval.facts.statements import store_statements
 
     before = mmm.facts.counts()["facts"]
     again = store_statements(mmm.facts, mmm.index.catalog, DOC, CompanyTable.load(),
@@ -170,8 +170,8 @@ def test_a_routed_question_the_facts_miss_is_answered_from_the_filing_with_the_m
     """Hybrid route, nothing in the facts: the answer is the generator's, led by no "Not in the
     facts" line; what the facts lack is kept in ``facts_note``. With a figure in the facts, the
     figure leads the answer and there is no note."""
-    from retrieval.answer import Answer
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.retrieval.answer import Answer
+    from finrag.retrieval.systems.pipelines import Pipeline
 
     pipe = Pipeline.load(mmm.index.folder, profile="tiny")
     try:
@@ -193,8 +193,8 @@ def test_a_routed_question_the_facts_miss_is_answered_from_the_filing_with_the_m
 
 
 def test_the_statements_a_question_reads():
-    from retrieval.facts.classify import statements_named
-    from retrieval.facts.concepts import default_concepts
+    from finrag.retrieval.facts.classify import statements_named
+    from finrag.retrieval.facts.concepts import default_concepts
 
     c = default_concepts()
     # named first, in the question's order; "cash" of "cash flow statement" is no metric
@@ -213,7 +213,7 @@ def test_the_statements_a_question_reads():
 def test_statement_pages_lead_the_ranking_when_the_profile_turns_them_on(mmm):
     """3M's capex is a line of the cash flow statement (p.60): with ``statement_pages`` a chunk
     of that page leads HDRR's ranking and the kept chunks; off, nothing is added."""
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.retrieval.systems.pipelines import Pipeline
 
     q = "What is the FY2018 capital expenditure amount (in USD millions) for 3M?"
     pipe = Pipeline.load(mmm.index.folder, profile="tiny")

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.routing.companies import CompanyTable
-from retrieval.facts.companyfacts import read_companyfacts
-from retrieval.facts.edgar import (FetchError, SecClient, fetch_company, list_filings, resolve_cik,
+from finrag.retrieval.routing.companies import CompanyTable
+from finrag.retrieval.facts.companyfacts import read_companyfacts
+from finrag.retrieval.facts.edgar import (FetchError, SecClient, fetch_company, list_filings, resolve_cik,
                                    user_agent_from)
-from retrieval.indexer import find_files
-from retrieval.ingest.metadata import load_sidecar
+from finrag.retrieval.indexer import find_files
+from finrag.retrieval.ingest.metadata import load_sidecar
 
 REPO = Path(__file__).resolve().parents[1]
 AGENT = "finrag tests test@example.com"
@@ -121,7 +121,7 @@ def finrag(*args, base_url, agent_env=None, timeout=60):
     env.update(HF_HUB_OFFLINE="1", FINRAG_SEC_BASE_URL=base_url)
     if agent_env:
         env["FINRAG_SEC_USER_AGENT"] = agent_env
-    return subprocess.run([sys.executable, "-m", "serving.cli", "fetch", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "finrag.serving.cli", "fetch", *map(str, args)],
                           env=env, cwd=REPO, capture_output=True, text=True, timeout=timeout)
 
 

@@ -15,7 +15,7 @@ DOCS = ["AMCOR_2022_8K_dated-2022-07-01", "AMCOR_2023Q4_EARNINGS",
 
 @pytest.fixture(scope="module")
 def fb_index(tmp_path_factory, embedder):
-    from retrieval.indexer import Ingestor
+    from finrag.retrieval.indexer import Ingestor
 
     need_shared(FINANCEBENCH)
     folder = tmp_path_factory.mktemp("fb-index")
@@ -34,7 +34,7 @@ def _questions():
 
 
 def test_catalog_metadata_of_real_filings(fb_index):
-    from retrieval.store.index import Index
+    from finrag.retrieval.store.index import Index
 
     with Index.open(fb_index) as index:
         docs = {d.doc_id: d for d in index.documents()}
@@ -48,7 +48,7 @@ def test_catalog_metadata_of_real_filings(fb_index):
 
 
 def test_evidence_text_finds_its_page(fb_index, embedder):
-    from retrieval.store.index import Index
+    from finrag.retrieval.store.index import Index
 
     questions = _questions()
     assert len(questions) >= 10
@@ -68,7 +68,7 @@ def test_evidence_text_finds_its_page(fb_index, embedder):
 
 
 def test_tables_of_a_real_filing(fb_index):
-    from retrieval.store.index import Index
+    from finrag.retrieval.store.index import Index
 
     with Index.open(fb_index) as index:
         tables = index.catalog.tables("AMCOR_2023Q4_EARNINGS")

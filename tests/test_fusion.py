@@ -1,6 +1,6 @@
 import pytest
 
-from retrieval.store.fusion import rrf
+from finrag.retrieval.store.fusion import rrf
 
 
 def test_rrf_scores_and_order():

@@ -11,7 +11,7 @@ from conftest import REPO
 
 
 def smoke(*args):
-    return subprocess.run([sys.executable, "-m", "benchmarks.gpu_smoke", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "finrag.benchmarks.gpu_smoke", *map(str, args)],
                           cwd=REPO, env=dict(os.environ, HF_HUB_OFFLINE="1"),
                           capture_output=True, text=True, timeout=600)
 

@@ -22,7 +22,7 @@ QUESTION = "What risks did Lumenfield describe in its 2024 annual report?"
 
 
 def finrag(*args, timeout: int = 300):
-    return subprocess.run([sys.executable, "-m", "serving.cli", *map(str, args)], cwd=REPO,
+    return subprocess.run([sys.executable, "-m", "finrag.serving.cli", *map(str, args)], cwd=REPO,
                           env=dict(os.environ, HF_HUB_OFFLINE="1"), capture_output=True,
                           text=True, timeout=timeout)
 
@@ -46,7 +46,7 @@ def gpu_tiny_index(tmp_path_factory, demo_corpus):
 
 
 def test_tiny_models_are_built_once_and_reused(tmp_path, monkeypatch):
-    from models.tiny_model import tiny_model_dir
+    from finrag.models.tiny_model import tiny_model_dir
 
     monkeypatch.setenv("FINRAG_CACHE", str(tmp_path))
     first = tiny_model_dir("tiny:llm")

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.systems.run import MAX_ROUTED_DOCUMENTS, QuestionError, check_fan_out
-from retrieval.answer import Routing
-from serving.admission import check_auth, model_name, no_paths
-from serving.config import AppConfig, Auth, is_loopback
+from finrag.retrieval.systems.run import MAX_ROUTED_DOCUMENTS, QuestionError, check_fan_out
+from finrag.retrieval.answer import Routing
+from finrag.serving.admission import check_auth, model_name, no_paths
+from finrag.serving.config import AppConfig, Auth, is_loopback
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -73,7 +73,7 @@ def test_a_token_that_no_client_could_send_is_refused(monkeypatch, token):
 def test_finrag_serve_on_all_interfaces_without_a_token_refuses_before_starting():
     env = {k: v for k, v in os.environ.items()
            if k not in ("FINRAG_API_TOKEN", "FINRAG_API_TOKEN_FILE")}
-    result = subprocess.run([sys.executable, "-m", "serving.cli", "serve", "--host", "0.0.0.0",
+    result = subprocess.run([sys.executable, "-m", "finrag.serving.cli", "serve", "--host", "0.0.0.0",
                              "--port", "1"], cwd=ROOT, env=env, capture_output=True,
                             text=True, timeout=300)
     assert result.returncode == 2, result.stderr[-2000:]

@@ -16,7 +16,7 @@ import urllib.request
 
 import pytest
 
-from serving.server import get_json
+from finrag.serving.server import get_json
 from tests.served_app import serve_app
 
 TOKEN = "hardening-token-7f3a9c"
@@ -276,7 +276,7 @@ def test_a_burst_gets_503_with_retry_after_and_every_request_a_reply(served):
 
 
 def test_the_proxy_guard_drops_serve_hints_and_bad_ids():
-    from serving.proxy_guard import clean_headers
+    from finrag.serving.proxy_guard import clean_headers
 
     given = [(b"host", b"x"), (b"x-request-timeout-seconds", b"\xff"),
              (b"X-Request-Timeout-Seconds", b"5"), (b"x_request_disconnect_disabled", b"?1"),

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.store.catalog import fts_query
-from retrieval.store.index import Index, UnknownDocumentError
-from retrieval.indexer import Ingestor
+from finrag.retrieval.store.catalog import fts_query
+from finrag.retrieval.store.index import Index, UnknownDocumentError
+from finrag.retrieval.indexer import Ingestor
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -116,7 +116,7 @@ def test_vectors_repaired_from_catalog(demo_corpus, embedder, tmp_path):
 
 def test_kill_and_resume_equals_clean_run(demo_corpus, tmp_path):
     clean, killed = tmp_path / "clean", tmp_path / "killed"
-    cmd = [sys.executable, "-m", "serving.cli", "ingest", str(demo_corpus.out_dir),
+    cmd = [sys.executable, "-m", "finrag.serving.cli", "ingest", str(demo_corpus.out_dir),
            "--metadata", str(demo_corpus.metadata_path), "-q"]
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     subprocess.run(cmd + ["--index", str(clean)], check=True, env=env, cwd=REPO,
@@ -182,7 +182,7 @@ def test_malformed_files_fail_one_line_each_and_the_rest_goes_on(demo_corpus, tm
     good = demo_corpus.pdf_paths[0]
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     res = subprocess.run(
-        [sys.executable, "-m", "serving.cli", "ingest", str(bad), str(good),
+        [sys.executable, "-m", "finrag.serving.cli", "ingest", str(bad), str(good),
          str(tmp_path / "missing_2020_10K.pdf"), "--metadata", str(demo_corpus.metadata_path),
          "--index", str(tmp_path / "idx"), "-q"],
         env=env, cwd=REPO, capture_output=True, text=True, timeout=600)

@@ -17,10 +17,10 @@ import numpy as np
 import pymupdf
 import pytest
 
-from retrieval.indexer import Ingestor, remove_document
-from retrieval.store import catalog as catalog_module
-from retrieval.store.index import CATALOG_FILE, VECTORS_FILE, Index
-from retrieval.store.lock import IndexBusyError
+from finrag.retrieval.indexer import Ingestor, remove_document
+from finrag.retrieval.store import catalog as catalog_module
+from finrag.retrieval.store.index import CATALOG_FILE, VECTORS_FILE, Index
+from finrag.retrieval.store.lock import IndexBusyError
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDS = ("revenue", "margin", "inventory", "dividend", "lease", "goodwill", "backlog", "tariff")
@@ -215,7 +215,7 @@ def test_repaired_pdfs_replace_and_remove(tmp_path, embedder):
         assert index.catalog.document("DELTA_2022_10K").char_count > short
         assert index.documents()[0].page_count == 10
 
-    result = subprocess.run([sys.executable, "-m", "serving.cli", "remove", "DELTA_2022_10K",
+    result = subprocess.run([sys.executable, "-m", "finrag.serving.cli", "remove", "DELTA_2022_10K",
                              "NOT_THERE", "--index", str(folder)], cwd=ROOT,
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 1, result.stderr
@@ -231,7 +231,7 @@ def test_a_second_writer_is_refused(tmp_path, embedder):
     try:
         with pytest.raises(IndexBusyError, match="another process"):
             Index.open(folder, readonly=False)
-        result = subprocess.run([sys.executable, "-m", "serving.cli", "remove", "X",
+        result = subprocess.run([sys.executable, "-m", "finrag.serving.cli", "remove", "X",
                                  "--index", str(folder)], cwd=ROOT, capture_output=True,
                                 text=True, timeout=300)
         assert result.returncode == 2 and f"pid {os.getpid()}" in result.stderr, result.stderr

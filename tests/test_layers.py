@@ -19,7 +19,7 @@ ALLOWED = {
 
 
 def _room(module: str) -> str:
-    part = module.split(".")[1]
+    part = module.split(".")[2]  # finrag.retrieval.<room>
     return {"documents": "records", "answer": "records"}.get(part, part)
 
 
@@ -28,12 +28,12 @@ def _edges():
         rel = path.relative_to(REPO).with_suffix("")
         if len(rel.parts) < 2 or rel.parts[1] == "__init__":
             continue
-        here = _room(".".join(rel.parts))
+        here = _room(".".join(("finrag", *rel.parts)))
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module
                      else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
             for name in names:
-                if name.startswith("retrieval."):
+                if name.startswith("finrag.retrieval."):
                     yield str(rel), here, _room(name)
 
 
@@ -57,13 +57,14 @@ FLOORS = ("models", "retrieval", "serving", "benchmarks")  # each may import tho
 
 
 def _house() -> dict[str, Path]:
-    """Every module of the four floors, by dotted name (reports under benchmarks/ aside)."""
+    """Every module of the four floors, by its installed dotted name (``finrag.models.llm``;
+    reports under benchmarks/ aside)."""
     found = {}
     for floor in FLOORS:
         for path in sorted((REPO / floor).rglob("*.py")):
             if "results" in path.relative_to(REPO).parts:
                 continue
-            parts = list(path.relative_to(REPO).with_suffix("").parts)
+            parts = ["finrag", *path.relative_to(REPO).with_suffix("").parts]
             found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     return found
 
@@ -116,14 +117,29 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+def _floor(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "finrag" and parts[1] in FLOORS else None
+
+
 def test_the_floors_import_only_downwards():
     modules = _house()
     edges = [(m, name) for m, path in modules.items() for name in _imports(path, modules)
-             if name.split(".")[0] in FLOORS]
+             if _floor(name)]
     assert len(edges) > 350  # the walk found the imports it checks
     upward = [(m, name) for m, name in edges
-              if FLOORS.index(name.split(".")[0]) > FLOORS.index(m.split(".")[0])]
+              if FLOORS.index(_floor(name)) > FLOORS.index(_floor(m))]
     assert upward == []
+
+
+def test_the_project_is_imported_only_as_finrag():
+    """``import models`` would load a second copy of a module beside ``finrag.models`` (two
+    registries, two caches, classes that are not each other), and fails once installed."""
+    files = [*_house().values(), *sorted((REPO / "tests").glob("*.py")), REPO / "__init__.py"]
+    assert len(files) > 190
+    bare = [(str(path.relative_to(REPO)), name) for path in files
+            for name in _imports(path, {}) if name.split(".")[0] in FLOORS]
+    assert bare == []
 
 
 def test_no_module_imports_itself_back_round_a_circle():

@@ -6,8 +6,8 @@ import os
 import pytest
 from pydantic import BaseModel, Field
 
-from models.llm import SamplingParams, StructuredOutputError
-from retrieval.routing.schema import RouterOutput, router_messages
+from finrag.models.llm import SamplingParams, StructuredOutputError
+from finrag.retrieval.routing.schema import RouterOutput, router_messages
 
 if os.environ.get("FINRAG_REQUIRE_LLAMACPP") != "1":
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not built in this Python")
@@ -15,7 +15,7 @@ if os.environ.get("FINRAG_REQUIRE_LLAMACPP") != "1":
 
 @pytest.fixture(scope="module")
 def profile():
-    from models.profiles import load_config
+    from finrag.models.profiles import load_config
 
     tiny = load_config(env={}).active("tiny")
     return tiny.model_copy(update={"engine": "llamacpp", "name": "tiny-llamacpp"})
@@ -23,14 +23,14 @@ def profile():
 
 @pytest.fixture(scope="module")
 def engine(profile):
-    from models.profiles import load_llm
+    from finrag.models.profiles import load_llm
 
     return load_llm(profile, "generator")
 
 
 def test_loads_the_packaged_gguf_itself(profile, engine):
-    from models.llamacpp_engine import LlamaCppEngine
-    from models.profiles import load_llm, resolve_role
+    from finrag.models.llamacpp_engine import LlamaCppEngine
+    from finrag.models.profiles import load_llm, resolve_role
 
     assert isinstance(engine, LlamaCppEngine)
     weights = resolve_role(profile, "generator")
@@ -119,14 +119,14 @@ def test_too_long_a_prompt_is_refused(engine):
 
 
 def test_missing_gguf_is_a_clear_error(tmp_path):
-    from models.llamacpp_engine import LlamaCppEngine
+    from finrag.models.llamacpp_engine import LlamaCppEngine
 
     with pytest.raises(FileNotFoundError, match="missing.gguf"):
         LlamaCppEngine(tmp_path / "missing.gguf")
 
 
 def test_threads_follow_the_process_share(monkeypatch):
-    from models.llamacpp_engine import available_cores
+    from finrag.models.llamacpp_engine import available_cores
 
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     assert available_cores() == 1
@@ -135,8 +135,8 @@ def test_threads_follow_the_process_share(monkeypatch):
 
 
 def test_outlines_backend_on_llamacpp_is_schema_valid(profile):
-    from models.llamacpp_engine import LlamaCppEngine
-    from models.profiles import resolve_role
+    from finrag.models.llamacpp_engine import LlamaCppEngine
+    from finrag.models.profiles import resolve_role
 
     outlines_engine = LlamaCppEngine(resolve_role(profile, "router").path, context_tokens=2048,
                                      json_backend="outlines")
@@ -159,7 +159,7 @@ def test_engine_benchmark_compares_engines_on_the_same_prompts(tmp_path):
         pytest.skip("needs ../shared/data/financebench")
     out = tmp_path / "engines"
     done = subprocess.run(
-        [sys.executable, "-m", "serving.cli", "bench", "engines", "--profile", "tiny",
+        [sys.executable, "-m", "finrag.serving.cli", "bench", "engines", "--profile", "tiny",
          "--engines", "transformers,llamacpp", "--questions", "2", "--max-tokens", "12",
          "--contexts", "2", "--out", str(out)],
         capture_output=True, text=True, timeout=900)
@@ -180,13 +180,13 @@ def test_engine_benchmark_compares_engines_on_the_same_prompts(tmp_path):
 
 
 def test_damaged_gguf_is_refused_naming_the_file(tmp_path, monkeypatch):
-    from models.profiles import _ENGINES, load_config, load_llm
-    from models.weights import WeightsError
+    from finrag.models.profiles import _ENGINES, load_config, load_llm
+    from finrag.models.weights import WeightsError
 
     monkeypatch.setenv("FINRAG_CACHE", str(tmp_path / "cache"))
     cpu = load_config(env={}).active("cpu")
     assert cpu.engine == "llamacpp"
-    from models.profiles import resolve_role
+    from finrag.models.profiles import resolve_role
 
     gguf = tmp_path / "cache" / "weights"
     path = resolve_role(cpu, "generator").path  # assembled from its parts into this cache

@@ -3,14 +3,14 @@
 import pytest
 from pydantic import BaseModel, Field
 
-from models.llm import SamplingParams, StructuredOutputError
-from retrieval.routing.schema import RouterOutput, router_messages
+from finrag.models.llm import SamplingParams, StructuredOutputError
+from finrag.retrieval.routing.schema import RouterOutput, router_messages
 
 
 @pytest.fixture(scope="module")
 def engine():
-    from models.profiles import load_config, resolve_role
-    from models.transformers_engine import TransformersEngine
+    from finrag.models.profiles import load_config, resolve_role
+    from finrag.models.transformers_engine import TransformersEngine
 
     profile = load_config(env={}).active("tiny")
     weights = resolve_role(profile, "generator", prepare=True)
@@ -77,7 +77,7 @@ def test_batches_group_like_lengths_and_hold_at_most_one_long_prompt(engine):
 
 
 def test_generation_schema_requires_every_field_nested_too():
-    from models.llm import generation_schema
+    from finrag.models.llm import generation_schema
 
     class Inner(BaseModel):
         name: str = ""

@@ -4,9 +4,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from retrieval.routing.companies import Company, CompanyTable, normalize_name
-from retrieval.documents import DOC_TYPES, DocumentMeta
-from retrieval.ingest.metadata import (
+from finrag.retrieval.routing.companies import Company, CompanyTable, normalize_name
+from finrag.retrieval.documents import DOC_TYPES, DocumentMeta
+from finrag.retrieval.ingest.metadata import (
     fiscal_year_for,
     load_sidecar,
     normalize_doc_type,

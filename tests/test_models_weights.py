@@ -4,7 +4,7 @@ import shutil
 import numpy as np
 import pytest
 
-from models.weights import (MINILM_L6_V2, PackagedModel, WeightsError, check_faiss_install,
+from finrag.models.weights import (MINILM_L6_V2, PackagedModel, WeightsError, check_faiss_install,
                             resolve_packaged, verify_file)
 
 
@@ -56,7 +56,7 @@ def test_converted_copy_loads_without_its_gguf_package(tmp_path, monkeypatch):
     the copy's own recorded hashes are enough; a damaged copy is still an error."""
     import json
 
-    from models.weights import PackagedFile, cache_dir, sha256_file, transformers_dir
+    from finrag.models.weights import PackagedFile, cache_dir, sha256_file, transformers_dir
 
     monkeypatch.setenv("FINRAG_CACHE", str(tmp_path / "cache"))
     gguf = PackagedFile("x/y", "tiny.gguf", (("not_a_real_pkg_zz", "tiny.gguf"),),
@@ -91,7 +91,7 @@ def test_packaged_archive_is_assembled_checked_extracted_once_and_verified(tmp_p
     import io
     import zipfile
 
-    from models.weights import PackagedArchive, PackagedFile, cache_dir, extracted_dir
+    from finrag.models.weights import PackagedArchive, PackagedFile, cache_dir, extracted_dir
 
     monkeypatch.setenv("FINRAG_CACHE", str(tmp_path / "cache"))
     buf = io.BytesIO()
@@ -133,9 +133,9 @@ def test_packaged_archive_is_assembled_checked_extracted_once_and_verified(tmp_p
 def test_packaged_mpnet_loads_as_a_sentence_transformers_embedder():
     """The real all-mpnet-base-v2 parts (models/weights-requirements.txt) resolve through the
     profiles' role resolution and embed: 768-dimensional unit vectors."""
-    from models.embedders import load_embedder
-    from models.profiles import RoleSpec, load_config, resolve_role
-    from models.weights import MPNET_BASE_V2
+    from finrag.models.embedders import load_embedder
+    from finrag.models.profiles import RoleSpec, load_config, resolve_role
+    from finrag.models.weights import MPNET_BASE_V2
 
     profile = load_config(env={}).active("cpu")
     profile = profile.model_copy(update={"roles": dict(profile.roles, large_reranker=RoleSpec(

@@ -7,8 +7,8 @@ import subprocess
 
 import pytest
 
-from benchmarks import perf_compare as PC
-from benchmarks import perf_compare_report as PCR
+from finrag.benchmarks import perf_compare as PC
+from finrag.benchmarks import perf_compare_report as PCR
 from conftest import REPO
 
 
@@ -59,7 +59,7 @@ def test_two_revisions_alternate_on_the_tiny_profile(tmp_path, demo_index, demo_
         assert all(r["latency_ms"] > 0 and r["timings_ms"]["generate"] > 0
                    for r in res["rows"][side])
         files = res["ready"][side]["files"]
-        assert set(files) == {"retrieval", "models", "benchmarks"}
+        assert set(files) == {"finrag.retrieval", "finrag.models", "finrag.benchmarks"}
         # imported from the side's own worktree, not from this checkout, which the report
         # names by a label rather than the temporary folder's path
         assert all(f.startswith(f"<temporary worktree>/{side}/") for f in files.values()), files

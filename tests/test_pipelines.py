@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from retrieval.systems.context import (NOT_FOUND, Block, build_blocks, cite, fair_shares,
+from finrag.retrieval.systems.context import (NOT_FOUND, Block, build_blocks, cite, fair_shares,
                                        mark_pages, states_nothing)
-from retrieval.systems import stages
-from retrieval.systems.pipelines import part_findings
-from retrieval.systems.run import QuestionError
+from finrag.retrieval.systems import stages
+from finrag.retrieval.systems.pipelines import part_findings
+from finrag.retrieval.systems.run import QuestionError
 
 
 def words(text: str) -> int:
@@ -91,7 +91,7 @@ def test_sfr_map_step_keeps_findings_in_document_order_within_the_budget():
 # the systems on the demo corpus ----------------------------------------------------------
 @pytest.fixture(scope="module")
 def pipe(demo_index):
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.retrieval.systems.pipelines import Pipeline
 
     p = Pipeline.load(demo_index, profile="tiny")
     yield p
@@ -200,7 +200,7 @@ def test_agentic_retries_are_capped(pipe):
 
 
 def test_agentic_without_retries_verifies_once(pipe):
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.retrieval.systems.pipelines import Pipeline
 
     settings = pipe.profile.pipeline.model_copy(update={"agentic_max_retries": 0})
     strict = Pipeline(pipe.index, pipe.embedder, pipe.profile.model_copy(update={"pipeline": settings}),
@@ -222,9 +222,9 @@ def test_bad_questions_and_missing_variants_are_clear_errors(pipe):
 
 
 def test_neighbouring_chunks_are_joined_once():
-    from retrieval.ingest.chunking import chunk_pages
-    from retrieval.systems.context import merge_neighbours
-    from retrieval.documents import ParsedPage
+    from finrag.retrieval.ingest.chunking import chunk_pages
+    from finrag.retrieval.systems.context import merge_neighbours
+    from finrag.retrieval.documents import ParsedPage
 
     pages = [ParsedPage(n, " ".join(f"p{n}w{i}" for i in range(300))) for n in (1, 2, 3)]
     chunks = chunk_pages(pages, size=1000, overlap=500)
@@ -250,7 +250,7 @@ def test_neighbouring_chunks_are_joined_once():
 
 
 def test_table_rows_name_every_cell_and_follow_the_text():
-    from retrieval.systems.context import table_rows
+    from finrag.retrieval.systems.context import table_rows
 
     table = {"page": 60, "header": ["label", "2018", "2017"],
              "rows": [{"label": "Depreciation and amortization", "2018": "1,488", "2017": "1,544"},
@@ -277,7 +277,7 @@ def test_table_rows_name_every_cell_and_follow_the_text():
 
 
 def test_only_yes_no_questions_are_asked_for_yes_or_no_first():
-    from retrieval.systems.context import YES_NO_RULE, answer_messages, is_yes_no
+    from finrag.retrieval.systems.context import YES_NO_RULE, answer_messages, is_yes_no
 
     assert is_yes_no("Is 3M a capital-intensive business based on FY2022 data?")
     assert is_yes_no("Does Adobe have an improving operating margin profile as of FY2022?")
@@ -289,7 +289,7 @@ def test_only_yes_no_questions_are_asked_for_yes_or_no_first():
 
 
 def test_figures_are_traced_by_the_scorers_matching_rule():
-    from retrieval.systems.figures import figures_written, unsupported
+    from finrag.retrieval.systems.figures import figures_written, unsupported
 
     context = ["Total revenue (in millions) 1,616 and 1,432; operating margin 34.6%."]
     answer = ("Revenue was $1.6 billion [ACME_2023_10K p.4], up 12.9% in 2023, across 3 "
@@ -303,8 +303,8 @@ def test_figures_are_traced_by_the_scorers_matching_rule():
 
 
 def test_every_generated_answer_carries_its_unsupported_figures(pipe, demo_index):
-    from retrieval.systems.figures import figures_written
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.retrieval.systems.figures import figures_written
+    from finrag.retrieval.systems.pipelines import Pipeline
 
     a = pipe.answer("What was Lumenfield Software's total revenue in fiscal 2023?", "cbr")
     written = [w for w, _ in figures_written(a.answer)]

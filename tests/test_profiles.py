@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from models.profiles import ROLES, load_config, resolve_role
-from models.weights import WeightsError
+from finrag.models.profiles import ROLES, load_config, resolve_role
+from finrag.models.weights import WeightsError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -82,7 +82,7 @@ def test_hub_ids_only_where_the_profile_allows_them():
 
 def test_models_cli_prepare_list_and_corruption(tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1", FINRAG_CACHE=str(tmp_path / "cache"))
-    run = lambda *a: subprocess.run([sys.executable, "-m", "serving.cli", "models", *a],  # noqa
+    run = lambda *a: subprocess.run([sys.executable, "-m", "finrag.serving.cli", "models", *a],  # noqa
                                     env=env, cwd=REPO, capture_output=True, text=True,
                                     timeout=600)
     res = run("list", "--profile", "tiny")
@@ -104,8 +104,8 @@ def test_models_cli_prepare_list_and_corruption(tmp_path):
 
 
 def test_load_llm_picks_the_profile_engine():
-    from models.profiles import load_llm
-    from models.transformers_engine import TransformersEngine
+    from finrag.models.profiles import load_llm
+    from finrag.models.transformers_engine import TransformersEngine
 
     tiny = load_config(env={}).active("tiny")
     resolve_role(tiny, "router", prepare=True)
@@ -117,8 +117,8 @@ def test_load_llm_picks_the_profile_engine():
 
 
 def test_cascade_from_profile_settings():
-    from models.rerankers import LLMRelevanceScorer, MaxSimReranker
-    from retrieval.systems.cascade import load_cascade
+    from finrag.models.rerankers import LLMRelevanceScorer, MaxSimReranker
+    from finrag.retrieval.systems.cascade import load_cascade
 
     config = load_config(env={})
     assert config.active("cpu").cascade.cumulative == 0.55

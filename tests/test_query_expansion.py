@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from retrieval.routing.schema import (EXPANSION_EXAMPLES, ROUTER_EXAMPLES, ExpandedRouterOutput,
+from finrag.retrieval.routing.schema import (EXPANSION_EXAMPLES, ROUTER_EXAMPLES, ExpandedRouterOutput,
                                   QueryExpansion, RouterOutput, expansion_messages,
                                   router_messages)
 
@@ -56,7 +56,7 @@ class _Recording:
 
 @pytest.fixture(scope="module")
 def tiny(demo_index):
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.retrieval.systems.pipelines import Pipeline
 
     pipe = Pipeline.load(demo_index, profile="tiny")
     yield pipe
@@ -64,7 +64,7 @@ def tiny(demo_index):
 
 
 def _pipeline(tiny, **settings):
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.retrieval.systems.pipelines import Pipeline
 
     profile = tiny.profile.model_copy(update={"pipeline": tiny.settings.model_copy(
         update={"facts_routes": False, **settings})})

@@ -2,7 +2,7 @@
 
 import pytest
 
-from benchmarks.reranker_auc import auc_gap, pooled_auc, roc_auc
+from finrag.benchmarks.reranker_auc import auc_gap, pooled_auc, roc_auc
 
 
 def _row(qid, labels, light, large):

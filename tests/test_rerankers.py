@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from models.rerankers import CrossEncoderReranker, LLMRelevanceScorer, MaxSimReranker
-from retrieval.systems.cascade import Cascade, adaptive_cutoff
+from finrag.models.rerankers import CrossEncoderReranker, LLMRelevanceScorer, MaxSimReranker
+from finrag.retrieval.systems.cascade import Cascade, adaptive_cutoff
 
 QUERY = "What were 3M's total net sales in fiscal year 2018?"
 RELEVANT = "3M reported total net sales of $32.8 billion for fiscal year 2018, up 3.5 percent."
@@ -48,8 +48,8 @@ def test_maxsim_edge_cases(maxsim):
 
 @pytest.fixture(scope="module")
 def smollm_engine():
-    from models.transformers_engine import TransformersEngine
-    from models.weights import SMOLLM2_135M, transformers_dir
+    from finrag.models.transformers_engine import TransformersEngine
+    from finrag.models.weights import SMOLLM2_135M, transformers_dir
 
     return TransformersEngine(transformers_dir(SMOLLM2_135M), model_id=SMOLLM2_135M.model_id)
 
@@ -116,7 +116,7 @@ def test_llm_scorer_uses_only_the_engine_contract(smollm_engine):
 # --- LLM listwise ranker ------------------------------------------------------------------
 
 def test_listwise_permutation_mends_what_the_model_returns():
-    from models.rerankers import _permutation
+    from finrag.models.rerankers import _permutation
 
     assert _permutation([3, 1, 2], 3) == [2, 0, 1]
     # repeats and numbers out of range dropped, the passages left out appended in order
@@ -124,7 +124,7 @@ def test_listwise_permutation_mends_what_the_model_returns():
 
 
 def test_listwise_prompt_carries_the_examples_as_earlier_turns(smollm_engine):
-    from models.rerankers import LLMListwiseRanker, listwise_examples
+    from finrag.models.rerankers import LLMListwiseRanker, listwise_examples
 
     examples = listwise_examples()
     ranker = LLMListwiseRanker(smollm_engine, max_passage_chars=20, examples=examples)
@@ -141,8 +141,8 @@ def test_listwise_examples_are_tune_questions_with_a_full_ranking():
     import json
     from pathlib import Path
 
-    from benchmarks.splits import split_of
-    from models.rerankers import listwise_examples
+    from finrag.benchmarks.splits import split_of
+    from finrag.models.rerankers import listwise_examples
 
     questions = Path(__file__).resolve().parents[2] / "shared/data/financebench/questions.dev.jsonl"
     if not questions.is_file():
@@ -155,7 +155,7 @@ def test_listwise_examples_are_tune_questions_with_a_full_ranking():
 
 
 def test_listwise_ranker_slides_its_window_and_counts_tokens(smollm_engine):
-    from models.rerankers import LLMListwiseRanker
+    from finrag.models.rerankers import LLMListwiseRanker
 
     ranker = LLMListwiseRanker(smollm_engine, window=4, step=2, max_passage_chars=120)
     passages = PASSAGES + ["Net income rose to $5.3 billion.", "Capital spending was $1.6 billion."]
@@ -170,8 +170,8 @@ def test_listwise_ranker_slides_its_window_and_counts_tokens(smollm_engine):
 
 
 def test_listwise_ranker_as_a_profile_role_and_cascade_stage(maxsim, smollm_engine):
-    from models.profiles import RoleSpec, load_config, load_reranker
-    from models.rerankers import LLMListwiseRanker
+    from finrag.models.profiles import RoleSpec, load_config, load_reranker
+    from finrag.models.rerankers import LLMListwiseRanker
 
     prof = load_config().active("cpu")
     roles = dict(prof.roles, large_reranker=RoleSpec(kind="llm-listwise",
@@ -194,7 +194,7 @@ def tiny_cross_encoder(tmp_path_factory):
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from models.weights import MINILM_L6_V2, resolve_packaged
+    from finrag.models.weights import MINILM_L6_V2, resolve_packaged
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_packaged(MINILM_L6_V2))
     torch.manual_seed(0)

@@ -4,11 +4,11 @@ k-reciprocal refinement of the light stage; and the ranking metrics that measure
 import numpy as np
 import pytest
 
-from retrieval.systems.cascade import Cascade
-from retrieval.store.neighbours import k_reciprocal_scores
-from retrieval.store.query import normalize_query, weighted_fts_query
-from retrieval.store.tables import TableSearch, table_json
-from retrieval.systems.evaluation import first_hit_rank, ndcg_at_k
+from finrag.retrieval.systems.cascade import Cascade
+from finrag.retrieval.store.neighbours import k_reciprocal_scores
+from finrag.retrieval.store.query import normalize_query, weighted_fts_query
+from finrag.retrieval.store.tables import TableSearch, table_json
+from finrag.retrieval.systems.evaluation import first_hit_rank, ndcg_at_k
 
 
 # normalisation --------------------------------------------------------------------------
@@ -48,7 +48,7 @@ def test_weighted_query_drops_stop_words_and_weights_phrases_and_numbers():
 
 
 def test_weighted_fts_ranks_the_chunk_with_the_phrase_and_the_number_first(demo_index):
-    from retrieval.store.index import Index
+    from finrag.retrieval.store.index import Index
 
     with Index.open(demo_index) as index:
         db = index.catalog.db
@@ -192,7 +192,7 @@ def test_table_json_names_columns_units_periods_and_rows():
 
 
 def test_table_search_finds_the_statement_that_holds_the_line_item(demo_index):
-    from retrieval.store.index import Index
+    from finrag.retrieval.store.index import Index
 
     with Index.open(demo_index) as index:
         doc = index.documents()[0].doc_id
@@ -208,7 +208,7 @@ def test_table_search_finds_the_statement_that_holds_the_line_item(demo_index):
 
 # the large stage's scorer -----------------------------------------------------------------
 def test_bi_encoder_reads_the_whole_passage_in_windows(embedder):
-    from models.rerankers import BiEncoderReranker
+    from finrag.models.rerankers import BiEncoderReranker
 
     scorer = BiEncoderReranker(embedder)
     filler = "The board met in the spring and discussed office furniture at length. " * 30
@@ -222,8 +222,8 @@ def test_bi_encoder_reads_the_whole_passage_in_windows(embedder):
 
 
 def test_cached_large_scores_equal_the_scorer_s_and_score_each_passage_once(embedder):
-    from benchmarks.retrieval_stages import CachedScores
-    from models.rerankers import BiEncoderReranker
+    from finrag.benchmarks.retrieval_stages import CachedScores
+    from finrag.models.rerankers import BiEncoderReranker
 
     scorer = BiEncoderReranker(embedder)
     seen: list[str] = []
@@ -242,7 +242,7 @@ def test_cached_large_scores_equal_the_scorer_s_and_score_each_passage_once(embe
 
 # the pipeline with every stage on -------------------------------------------------------
 def test_pipeline_runs_every_stage_when_the_profile_turns_it_on(demo_index):
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.retrieval.systems.pipelines import Pipeline
 
     pipe = Pipeline.load(demo_index, profile="tiny")
     try:
@@ -280,7 +280,7 @@ def test_pipeline_runs_every_stage_when_the_profile_turns_it_on(demo_index):
 
 # the stage benchmark's configurations and choice -------------------------------------------
 def test_stage_configurations_compose_and_the_choice_is_made_on_tune():
-    from benchmarks.retrieval_stages import _stages_named, choose, parse_config
+    from finrag.benchmarks.retrieval_stages import _stages_named, choose, parse_config
 
     cfg = parse_config("norm+fts+prior+krecip_l0.3")
     assert cfg["pipeline"] == {"normalize_query": True, "fts_weighted": True,

@@ -18,7 +18,7 @@ def _rows(folder):
 
 
 def _transformers_run(out, limit):
-    from benchmarks.router_eval import main
+    from finrag.benchmarks.router_eval import main
 
     # 8 tokens cannot hold a RouterOutput: every answer is cut off, on either engine
     assert main(["--profile", "gpu-tiny", "--engine", "transformers", "--attempts", "1",
@@ -37,7 +37,7 @@ def test_extraction_rows_record_how_json_failed_and_resume(tmp_path):
 
 
 def test_cross_agreement_compares_fields_as_sets():
-    from benchmarks.router_json_report import cross_agreement
+    from finrag.benchmarks.router_json_report import cross_agreement
 
     def row(valid, companies=(), years=(), tickers=(), failure=None):
         route = {"companies": list(companies), "fiscal_years": list(years),
@@ -65,7 +65,7 @@ def test_side_by_side_report_of_both_engines(tmp_path):
     _transformers_run(tmp_path / "transformers", 2)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
            "TOKENIZERS_PARALLELISM": "false"}
-    proc = subprocess.run([str(VLLM_PYTHON), "-m", "benchmarks.router_eval", "--profile",
+    proc = subprocess.run([str(VLLM_PYTHON), "-m", "finrag.benchmarks.router_eval", "--profile",
                            "gpu-tiny", "--engine", "vllm", "--attempts", "1", "--limit", "2",
                            "--max-tokens", "8", "--out", str(tmp_path / "vllm")], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=600)
@@ -73,7 +73,7 @@ def test_side_by_side_report_of_both_engines(tmp_path):
     assert all(r["engine"] == "vllm" and r["failure"] == "truncated"
                for r in _rows(tmp_path / "vllm"))
 
-    from benchmarks.router_eval import main
+    from finrag.benchmarks.router_eval import main
 
     report = tmp_path / "side_by_side"
     assert main(["--compare", str(tmp_path / "transformers"), str(tmp_path / "vllm"),

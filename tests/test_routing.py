@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.routing.schema import RouterOutput
-from retrieval.answer import ROUTING_STATUSES
-from retrieval.routing.calendars import fiscal_period, fiscal_year_of_calendar_year
-from retrieval.store.catalog import DocumentRecord
-from retrieval.routing.companies import CompanyTable
-from retrieval.routing.evaluation import evaluate_routing
-from retrieval.routing.mentions import extract_mentions, extract_periods
-from retrieval.routing.router import Resolver, Router, make_content_scorer
+from finrag.retrieval.routing.schema import RouterOutput
+from finrag.retrieval.answer import ROUTING_STATUSES
+from finrag.retrieval.routing.calendars import fiscal_period, fiscal_year_of_calendar_year
+from finrag.retrieval.store.catalog import DocumentRecord
+from finrag.retrieval.routing.companies import CompanyTable
+from finrag.retrieval.routing.evaluation import evaluate_routing
+from finrag.retrieval.routing.mentions import extract_mentions, extract_periods
+from finrag.retrieval.routing.router import Resolver, Router, make_content_scorer
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -279,7 +279,7 @@ def test_empty_question_is_an_error(resolver):
 
 
 def test_fast_path_is_counted_and_the_llm_called_only_when_needed():
-    from models.profiles import load_config, load_llm
+    from finrag.models.profiles import load_config, load_llm
 
     loads = []
 
@@ -313,7 +313,7 @@ def test_fast_path_is_counted_and_the_llm_called_only_when_needed():
 
 
 def test_demo_index_routes_every_demo_question(demo_index, demo_corpus, embedder):
-    from retrieval.store.index import Index
+    from finrag.retrieval.store.index import Index
 
     questions = [json.loads(line) for line in demo_corpus.questions_path.read_text().splitlines()]
     with Index.open(demo_index) as index:
@@ -330,20 +330,20 @@ def test_demo_index_routes_every_demo_question(demo_index, demo_corpus, embedder
 
 
 def test_route_cli(demo_index, demo_corpus):
-    res = subprocess.run([sys.executable, "-m", "serving.cli", "route",
+    res = subprocess.run([sys.executable, "-m", "finrag.serving.cli", "route",
                           "What was Lumenfield's revenue for the second quarter of fiscal 2024?",
                           "--index", str(demo_index), "--no-llm", "--json"],
                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     data = json.loads(res.stdout)
     assert data["doc_ids"] == ["LUMENFIELD_2024Q2_10Q"] and data["routed"] and not data["llm_called"]
-    res = subprocess.run([sys.executable, "-m", "serving.cli", "route", "Who audits Brightquarry?",
+    res = subprocess.run([sys.executable, "-m", "finrag.serving.cli", "route", "Who audits Brightquarry?",
                           "--index", str(demo_index), "--no-llm", "--no-content"],
                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     assert "default_year" in res.stdout and "BRIGHTQUARRY_2024_10K" in res.stdout
     assert "LLM called: no" in res.stdout
-    res = subprocess.run([sys.executable, "-m", "serving.cli", "route", "--questions",
+    res = subprocess.run([sys.executable, "-m", "finrag.serving.cli", "route", "--questions",
                           str(demo_corpus.questions_path), "--index", str(demo_index), "--no-llm",
                           "--json"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
@@ -355,7 +355,7 @@ def test_route_cli(demo_index, demo_corpus):
 
 
 def test_business_days_after_an_event():
-    from retrieval.routing.calendars import business_days_after, federal_holidays
+    from finrag.retrieval.routing.calendars import business_days_after, federal_holidays
 
     assert business_days_after(date(2023, 5, 26), date(2023, 5, 30)) == 1  # Memorial Day between
     assert business_days_after(date(2023, 8, 30), date(2023, 8, 30)) == 0
@@ -413,7 +413,7 @@ PROBES = REPO / "tests" / "data" / "routing_probes.jsonl"
 
 @pytest.fixture(scope="module")
 def financebench_catalog():
-    from retrieval.ingest.metadata import parse_filename
+    from finrag.retrieval.ingest.metadata import parse_filename
     from conftest import FINANCEBENCH, need_shared
 
     pdfs = sorted(need_shared(FINANCEBENCH / "pdfs").glob("*.pdf"))
@@ -435,7 +435,7 @@ def test_routing_probes(financebench_catalog):
 
 
 def test_routing_metrics_over_probes(financebench_catalog):
-    from retrieval.ingest.metadata import parse_filename
+    from finrag.retrieval.ingest.metadata import parse_filename
 
     table = CompanyTable.load()
     probes = [json.loads(line) for line in PROBES.read_text().splitlines() if line.strip()]
@@ -465,7 +465,7 @@ def test_routing_metrics_over_probes(financebench_catalog):
 
 
 def test_intent_cue_words():
-    from retrieval.routing.intent import read_intent
+    from finrag.retrieval.routing.intent import read_intent
 
     assert read_intent("How did U.S. sales grow in FY2022?").kinds == ["release"]
     assert read_intent("Tell us how revenue grew in 2022").kinds == []  # "us" is not the U.S.

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from benchmarks import scorer
+from finrag.benchmarks import scorer
 from conftest import FINANCEBENCH, need_shared
 
 QTY = "What is the FY2018 capital expenditure amount (in USD millions)?"
@@ -83,7 +83,7 @@ def test_kinds():
 
 
 def test_split_is_fixed_stratified_and_disjoint():
-    from benchmarks.splits import split_ids, split_of
+    from finrag.benchmarks.splits import split_ids, split_of
 
     path = need_shared(FINANCEBENCH / "questions.dev.jsonl")
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
@@ -108,7 +108,7 @@ def test_no_thousandfold_rescaling_of_bare_ratios():
 
 
 def test_scorer_calibration_on_labelled_answers(tmp_path):
-    from serving.cli import main
+    from finrag.serving.cli import main
 
     labelled = need_shared(FINANCEBENCH / "labelled_answers")
     out = tmp_path / "cal"
@@ -154,7 +154,7 @@ def test_sfr_answers_of_citation_tags_alone_are_refusals():
 
 def test_sfr_map_step_and_the_scorer_agree_on_what_says_nothing():
     # a part answer the scorer would call a refusal never reaches SFR's reduce call
-    from retrieval.systems.context import states_nothing
+    from finrag.retrieval.systems.context import states_nothing
 
     for answer in ("[3M_2018_10K p.60]", "[DOC_ID p.10] p.10", "[3M_2018_10K p.60] pp. 40-41",
                    "Not found in the provided filings.",

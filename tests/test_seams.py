@@ -20,7 +20,7 @@ import pytest
 
 from tests.conftest import SHARED, need_shared
 
-from retrieval.systems.components import (SEAMS, CatalogReader, FactLookup, FactsSource,
+from finrag.retrieval.systems.components import (SEAMS, CatalogReader, FactLookup, FactsSource,
                                           LLMEngine, QueryEmbedder, QuestionRouter, Reranker,
                                           SearchIndex)
 
@@ -125,8 +125,7 @@ def test_every_call_a_stand_in_forwards_is_a_method_of_its_deployment():
     else the call fails only when a request reaches it."""
     import ast
 
-    import serving.deployments as deployments
-    import serving.remote as remote
+    from finrag.serving import deployments, remote
 
     tree = ast.parse(inspect.getsource(remote))
     calls: dict[str, set[str]] = {}
@@ -147,7 +146,7 @@ def test_every_call_a_stand_in_forwards_is_a_method_of_its_deployment():
 
 def test_a_stand_in_missing_a_method_is_caught():
     """The check itself: the stand-in as it was before page_chunks was served."""
-    from serving.remote import RemoteCatalog
+    from finrag.serving.remote import RemoteCatalog
 
     class OldRemoteCatalog:
         document, pages = RemoteCatalog.document, RemoteCatalog.pages
@@ -187,7 +186,7 @@ ALL_STAGES = dict(statement_pages=1, table_records=3, k_reciprocal=True, context
 
 @pytest.fixture(scope="module")
 def meta_index(tmp_path_factory, demo_corpus, embedder):
-    from retrieval.indexer import Ingestor
+    from finrag.retrieval.indexer import Ingestor
 
     folder = tmp_path_factory.mktemp("seams") / "meta"
     paths = [p for p in demo_corpus.pdf_paths if p.stem in ("LUMENFIELD_2023_10K",
@@ -205,7 +204,7 @@ NVDA_FACTS = SHARED / "data" / "sec" / "companyfacts" / "CIK0001045810.json"
 @pytest.fixture(scope="module")
 def facts_index(demo_index, tmp_path_factory, embedder):
     """The demo filings and NVIDIA's XBRL facts (the facts route's answers)."""
-    from retrieval.indexer import Ingestor
+    from finrag.retrieval.indexer import Ingestor
 
     need_shared(NVDA_FACTS)
     folder = tmp_path_factory.mktemp("seams") / "index"
@@ -218,7 +217,7 @@ def facts_index(demo_index, tmp_path_factory, embedder):
 
 @pytest.fixture(scope="module")
 def seen_pipeline(facts_index, meta_index):
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.retrieval.systems.pipelines import Pipeline
 
     base = Pipeline.load(facts_index, profile="tiny", variant_dirs={"meta": meta_index})
     prof = base.profile.model_copy(update={"pipeline": base.profile.pipeline.model_copy(

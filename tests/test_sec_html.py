@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.documents import DocumentError
-from retrieval.ingest.html import parse_sec_html
+from finrag.retrieval.documents import DocumentError
+from finrag.retrieval.ingest.html import parse_sec_html
 
 SEC_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "sec"
 FILINGS = SEC_DIR / "filings"

@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from benchmarks.serve_load_report import (BAD_BODY, CONN_ERROR, HTTP_ERROR, OK, REJECTED,
+from finrag.benchmarks.serve_load_report import (BAD_BODY, CONN_ERROR, HTTP_ERROR, OK, REJECTED,
                                           REJECTED_NO_RETRY_AFTER, TIMEOUT, classify,
                                           client_by_code, counter_delta, parse_counter,
                                           percentile, requests_by_code, summarise)

@@ -48,7 +48,7 @@ QUESTIONS = {
 
 @pytest.fixture(scope="module")
 def served(demo_index, demo_corpus, tmp_path_factory, embedder):
-    from retrieval.indexer import Ingestor
+    from finrag.retrieval.indexer import Ingestor
 
     need_shared(NVDA_FACTS)
     pdfs = [need_shared(FINANCEBENCH / "pdfs" / f"{name}.pdf") for name in FILINGS]
@@ -132,7 +132,7 @@ def test_every_system_answers_over_the_api_and_its_stream(served, system, kind):
 @pytest.mark.parametrize("kind", sorted(QUESTIONS))
 @pytest.mark.parametrize("system", SYSTEMS)
 def test_every_system_answers_the_openai_client(client, system, kind):
-    from serving.openai_api import model_id
+    from finrag.serving.openai_api import model_id
 
     messages = [{"role": "user", "content": QUESTIONS[kind]["question"]}]
     reply = client.chat.completions.create(model=model_id(system), messages=messages)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from serving.server import get_json
+from finrag.serving.server import get_json
 from tests.conftest import SHARED, need_shared
 from tests.served_app import ray_pids, serve_app
 
@@ -39,7 +39,7 @@ NVDA_FACTS = SHARED / "data" / "sec" / "companyfacts" / "CIK0001045810.json"
 
 @pytest.fixture(scope="module")
 def served(demo_index, tmp_path_factory, embedder):
-    from retrieval.indexer import Ingestor
+    from finrag.retrieval.indexer import Ingestor
 
     work = tmp_path_factory.mktemp("serve")
     index = work / "index"  # the demo filings, plus NVIDIA's XBRL facts when they are here
@@ -206,7 +206,7 @@ def test_an_engine_shared_by_serve_threads_takes_one_call_at_a_time():
     import threading
     import time as _time
 
-    from serving.deployments import OneCallAtATime
+    from finrag.serving.deployments import OneCallAtATime
 
     class Engine:
         model_id = "m"

@@ -10,12 +10,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from retrieval.ingest.chunking import chunk_pages
-from retrieval.systems.context import mark_pages
-from retrieval.documents import DocumentMeta
-from retrieval.store.index import Index
-from retrieval.indexer import Ingestor, parse_file
-from retrieval.ingest.variants import (ContextStore, Contextualizer, clean_context, indexed_chunks,
+from finrag.retrieval.ingest.chunking import chunk_pages
+from finrag.retrieval.systems.context import mark_pages
+from finrag.retrieval.documents import DocumentMeta
+from finrag.retrieval.store.index import Index
+from finrag.retrieval.indexer import Ingestor, parse_file
+from finrag.retrieval.ingest.variants import (ContextStore, Contextualizer, clean_context, indexed_chunks,
                                 meta_prefix)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -116,7 +116,7 @@ def test_meta_variant_fts_finds_a_company_by_name(plain_and_meta):
 
 def test_cbr_meta_answers_from_the_meta_index(plain_and_meta, demo_corpus):
     """CBR over the V-A index: the same search, run on the prefixed chunks of the variant."""
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.retrieval.systems.pipelines import Pipeline
 
     plain, meta = plain_and_meta
     q = json.loads(Path(demo_corpus.questions_path).read_text().splitlines()[0])
@@ -148,7 +148,7 @@ def test_variant_mismatch_is_refused(plain_and_meta, embedder):
 def test_cli_ingest_variant(demo_corpus, tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     pdf = next(p for p in demo_corpus.pdf_paths if p.stem == "HARLOWFINCH_2025Q1_10Q")
-    base = [sys.executable, "-m", "serving.cli", "ingest", str(pdf), "--metadata",
+    base = [sys.executable, "-m", "finrag.serving.cli", "ingest", str(pdf), "--metadata",
             str(demo_corpus.metadata_path), "--index", str(tmp_path / "idx"), "-q"]
     res = subprocess.run(base + ["--variant", "meta", "--json"], env=env, cwd=REPO,
                          capture_output=True, text=True, timeout=600)
@@ -181,7 +181,7 @@ class CountingLLM:
 
 @pytest.fixture(scope="module")
 def tiny_llm():
-    from models.profiles import load_config, load_llm
+    from finrag.models.profiles import load_config, load_llm
 
     return load_llm(load_config(env={}).active("tiny"), "generator")
 
@@ -294,7 +294,7 @@ def test_llmctx_contexts_persisted_reused_and_resumable(tiny_llm, small_filing, 
 
 
 def test_indexed_chunks_keep_pages_and_offsets():
-    from retrieval.documents import Chunk
+    from finrag.retrieval.documents import Chunk
 
     meta = DocumentMeta("A", "Acme", "10-K", fiscal_year=2022)
     chunks = [Chunk(0, "Revenue grew.", 3, 4, 100, 113)]

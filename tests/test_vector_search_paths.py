@@ -5,7 +5,7 @@ approximate whole-corpus indexes (IVF, HNSW) find what flat finds."""
 import numpy as np
 import pytest
 
-from retrieval.store.vectors import VectorIndex
+from finrag.retrieval.store.vectors import VectorIndex
 
 
 def unit(rows: int, dim: int = 32, seed: int = 0) -> np.ndarray:

@@ -43,7 +43,7 @@ def test_concurrency_benchmark_runs_bounded(tmp_path):
     nothing: the timed run is for an otherwise idle machine)."""
     need_vllm_venv()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
-    proc = subprocess.run([str(VLLM_PYTHON), "-m", "benchmarks.engine_concurrency",
+    proc = subprocess.run([str(VLLM_PYTHON), "-m", "finrag.benchmarks.engine_concurrency",
                            "--requests", "3", "--concurrency", "1,2", "--tokens", "8",
                            "--out", str(tmp_path)], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=400)

@@ -51,7 +51,7 @@ def test_vllm_engine_module_imports_without_vllm(tmp_path):
 def test_tiny_model_builds_offline(tmp_path):
     from transformers import AutoConfig, AutoTokenizer
 
-    from models.tiny_model import build_tiny_llm
+    from finrag.models.tiny_model import build_tiny_llm
 
     out = build_tiny_llm(tmp_path / "tiny")
     config = AutoConfig.from_pretrained(out)
@@ -87,13 +87,13 @@ def test_engine_only_throughput_with_dummy_weights_on_cpu(tmp_path):
     """`bench perf --engine-only`'s engine run for real: vLLM with load_format=dummy on the tiny
     architecture, fixed prompt/output lengths, one report."""
     need_vllm_venv()
-    from models.tiny_model import build_tiny_llm
+    from finrag.models.tiny_model import build_tiny_llm
 
     model = build_tiny_llm(tmp_path / "tiny")
     out = tmp_path / "engine"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}
-    proc = subprocess.run([str(VLLM_PYTHON), "-m", "benchmarks.engine_only", str(model),
+    proc = subprocess.run([str(VLLM_PYTHON), "-m", "finrag.benchmarks.engine_only", str(model),
                            "--prompt-tokens", "24", "--output-tokens", "6", "--batch-sizes",
                            "1,3", "--out", str(out)], cwd=REPO, env=env, capture_output=True,
                           text=True, timeout=300)
@@ -108,5 +108,5 @@ def test_engine_only_throughput_with_dummy_weights_on_cpu(tmp_path):
         assert (r["joules"] is None) == (r["energy_source"] == "unavailable")
     report = (out / "report.md").read_text()
     assert report.startswith("# Engine-only throughput")
-    assert "Command: `python -m benchmarks.engine_only" in report
+    assert "Command: `python -m finrag.benchmarks.engine_only" in report
     assert (out / "engine_throughput.png").is_file()

@@ -17,14 +17,14 @@ import sys
 import traceback
 from pathlib import Path
 
-from models.llm import Completion, SamplingParams
-from models.tiny_model import build_tiny_llm
+from finrag.models.llm import Completion, SamplingParams
+from finrag.models.tiny_model import build_tiny_llm
 
 
 async def main(work_dir: Path) -> dict:
     from vllm_contract_check import Extraction
 
-    from models.vllm_async import AsyncVLLMEngine
+    from finrag.models.vllm_async import AsyncVLLMEngine
 
     checks, failures = {}, []
 
@@ -67,7 +67,7 @@ async def main(work_dir: Path) -> dict:
     # counter that rises 100 J per second of wall time stands in for NVML, absent here)
     import time
 
-    from models.energy import CounterMeter, EnergyLedger
+    from finrag.models.energy import CounterMeter, EnergyLedger
 
     t0 = time.perf_counter()
     engine.ledger = EnergyLedger(CounterMeter(lambda: {"gpu0": 100 * (time.perf_counter() - t0)},

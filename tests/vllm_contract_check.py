@@ -20,8 +20,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from models.llm import SamplingParams, StructuredOutputError
-from models.tiny_model import build_tiny_llm
+from finrag.models.llm import SamplingParams, StructuredOutputError
+from finrag.models.tiny_model import build_tiny_llm
 
 MAX_TOKENS = 12
 PROMPTS: list = [
@@ -42,7 +42,7 @@ class Extraction(BaseModel):
 def main(work_dir: Path) -> dict:
     from transformers import AutoTokenizer
 
-    from models.vllm_engine import VLLMEngine
+    from finrag.models.vllm_engine import VLLMEngine
 
     timings, checks, failures = {}, {}, []
 
@@ -140,8 +140,8 @@ def scorer_agreement(engine, model_dir) -> dict:
     """The yes/no relevance scorer over the same passages on a vLLM ``engine`` and on the
     transformers engine over the same weights (``model_dir``): both score lists, their
     largest difference and Spearman's rank correlation."""
-    from models.rerankers import LLMRelevanceScorer
-    from models.transformers_engine import TransformersEngine
+    from finrag.models.rerankers import LLMRelevanceScorer
+    from finrag.models.transformers_engine import TransformersEngine
 
     on_vllm = LLMRelevanceScorer(engine, batch_size=3).score(SCORER_QUERY, SCORER_PASSAGES)
     hf = TransformersEngine(model_dir, model_id="tiny")

@@ -12,16 +12,16 @@ from dataclasses import asdict, dataclass, field
 from datetime import date
 from typing import Any, Protocol
 
-from retrieval.routing.calendars import date_period, fiscal_year_of_calendar_year
-from retrieval.facts.classify import FactQuery
-from retrieval.facts.concepts import ConceptTable, Metric
-from retrieval.facts.formula import Missing, evaluate
-from retrieval.facts.formula import parse as parse_formula
-from retrieval.facts.model import edgar_url
-from retrieval.facts.store import FactCompany, FactLookup, FactStore, StoredFact
-from retrieval.facts.judgements import judged
-from retrieval.facts.trends import verdict
-from retrieval.facts.units import UnitRequest, in_requested_unit
+from finrag.retrieval.routing.calendars import date_period, fiscal_year_of_calendar_year
+from finrag.retrieval.facts.classify import FactQuery
+from finrag.retrieval.facts.concepts import ConceptTable, Metric
+from finrag.retrieval.facts.formula import Missing, evaluate
+from finrag.retrieval.facts.formula import parse as parse_formula
+from finrag.retrieval.facts.model import edgar_url
+from finrag.retrieval.facts.store import FactCompany, FactLookup, FactStore, StoredFact
+from finrag.retrieval.facts.judgements import judged
+from finrag.retrieval.facts.trends import verdict
+from finrag.retrieval.facts.units import UnitRequest, in_requested_unit
 
 _FORMULA_DEPTH = 3
 TABLE_PREFIX = "table:"  # concept of a line read from a PDF's statement table: table:<metric key>

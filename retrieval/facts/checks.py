@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from retrieval.facts.answer import FactValue
-from retrieval.facts.concepts import ConceptTable
+from finrag.retrieval.facts.answer import FactValue
+from finrag.retrieval.facts.concepts import ConceptTable
 
 _SCALE = {"thousand": 1e3, "million": 1e6, "millions": 1e6, "billion": 1e9, "billions": 1e9,
           "trillion": 1e12, "k": 1e3, "m": 1e6, "mn": 1e6, "bn": 1e9, "b": 1e9}

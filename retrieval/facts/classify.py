@@ -14,14 +14,14 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from retrieval.routing.calendars import read_periods
-from retrieval.facts.concepts import ConceptTable, Metric
-from retrieval.facts.definitions import Defined, DefinitionError, asked_definition
-from retrieval.facts.judgements import JudgementAsk, read_judgement
-from retrieval.facts.trends import TrendAsk, read_trend
-from retrieval.facts.formula import parse as parse_formula
-from retrieval.facts.formula import uses_prior_year
-from retrieval.facts.units import UnitRequest, read_request
+from finrag.retrieval.routing.calendars import read_periods
+from finrag.retrieval.facts.concepts import ConceptTable, Metric
+from finrag.retrieval.facts.definitions import Defined, DefinitionError, asked_definition
+from finrag.retrieval.facts.judgements import JudgementAsk, read_judgement
+from finrag.retrieval.facts.trends import TrendAsk, read_trend
+from finrag.retrieval.facts.formula import parse as parse_formula
+from finrag.retrieval.facts.formula import uses_prior_year
+from finrag.retrieval.facts.units import UnitRequest, read_request
 
 ROUTES = ("metric_lookup", "timeseries", "full_statement", "narrative", "hybrid")
 STRUCTURED = ("metric_lookup", "timeseries", "full_statement")
@@ -282,7 +282,7 @@ def as_defined(defined: Defined, asked: Metric | None, concepts: ConceptTable) -
 def _expanded(node, concepts: ConceptTable, depth: int = 0):
     """A formula tree with every formula-only metric it names replaced by its own formula:
     "DIO + DSO - DPO" and their definitions written out are the same formula."""
-    from retrieval.facts.formula import BinOp, Call, Ref
+    from finrag.retrieval.facts.formula import BinOp, Call, Ref
 
     if isinstance(node, Ref) and depth < 4:
         metric = concepts.metrics.get(node.name)

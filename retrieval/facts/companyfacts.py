@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from retrieval.facts.model import Fact, FactsError
+from finrag.retrieval.facts.model import Fact, FactsError
 
 FILE_RE = re.compile(r"^CIK\d{10}\.json$", re.I)
 

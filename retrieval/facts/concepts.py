@@ -16,7 +16,7 @@ from typing import Any, Iterable
 
 import yaml
 
-from retrieval.facts.formula import FormulaError, names as formula_names, parse as parse_formula
+from finrag.retrieval.facts.formula import FormulaError, names as formula_names, parse as parse_formula
 
 PACKAGED_YAML = Path(__file__).parents[1] / "data" / "concepts.yaml"
 KINDS = ("flow", "stock", "per_share", "ratio")

@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from retrieval.facts.concepts import ConceptTable, Metric
-from retrieval.facts.formula import FormulaError, names, parse
+from finrag.retrieval.facts.concepts import ConceptTable, Metric
+from finrag.retrieval.facts.formula import FormulaError, names, parse
 
 _DEFINED = re.compile(
     r"(?:^|(?<=[.?!:;]\s)|(?<=\n))\s*(?:(?P<name>[^.?!:;\n]{1,80}?)\s+(?:is\s+|here\s+)?defined\s+as"

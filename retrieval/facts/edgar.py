@@ -34,8 +34,8 @@ from typing import Any, Callable, Iterable
 
 from tqdm import tqdm
 
-from retrieval.routing.calendars import fiscal_period, nominal_end
-from retrieval.routing.companies import Company, CompanyTable, default_table
+from finrag.retrieval.routing.calendars import fiscal_period, nominal_end
+from finrag.retrieval.routing.companies import Company, CompanyTable, default_table
 
 WWW_URL = "https://www.sec.gov"
 DATA_URL = "https://data.sec.gov"

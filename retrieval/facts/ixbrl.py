@@ -12,9 +12,9 @@ from typing import Any
 
 import lxml.etree
 
-from retrieval.documents import DocumentError
-from retrieval.facts.model import Fact, FactsError
-from retrieval.ingest.html import read_html
+from finrag.retrieval.documents import DocumentError
+from finrag.retrieval.facts.model import Fact, FactsError
+from finrag.retrieval.ingest.html import read_html
 
 _WS_RE = re.compile(r"\s+")
 _MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), start=1)}

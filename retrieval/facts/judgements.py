@@ -18,8 +18,8 @@ import operator
 import re
 from dataclasses import dataclass
 
-from retrieval.facts.concepts import Metric
-from retrieval.facts.trends import rules_of_thumb
+from finrag.retrieval.facts.concepts import Metric
+from finrag.retrieval.facts.trends import rules_of_thumb
 
 _OPS = {">=": operator.ge, ">": operator.gt, "<=": operator.le, "<": operator.lt}
 _WORDS = {">=": "at least", ">": "above", "<=": "at most", "<": "below"}

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from retrieval.routing.companies import Company, CompanyTable
-from retrieval.facts.companyfacts import read_companyfacts
-from retrieval.facts.ixbrl import read_inline_facts
-from retrieval.facts.model import Fact, FactsError
-from retrieval.facts.store import FactStore, infer_calendar
+from finrag.retrieval.routing.companies import Company, CompanyTable
+from finrag.retrieval.facts.companyfacts import read_companyfacts
+from finrag.retrieval.facts.ixbrl import read_inline_facts
+from finrag.retrieval.facts.model import Fact, FactsError
+from finrag.retrieval.facts.store import FactStore, infer_calendar
 
 
 def company_for(table: CompanyTable, cik: str, name: str, facts: list[Fact],

@@ -20,11 +20,11 @@ import re
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from retrieval.routing.calendars import nominal_end
-from retrieval.routing.companies import Company, CompanyTable
-from retrieval.facts.concepts import ConceptTable, Metric, _norm
-from retrieval.facts.model import Fact
-from retrieval.facts.store import FactStore
+from finrag.retrieval.routing.calendars import nominal_end
+from finrag.retrieval.routing.companies import Company, CompanyTable
+from finrag.retrieval.facts.concepts import ConceptTable, Metric, _norm
+from finrag.retrieval.facts.model import Fact
+from finrag.retrieval.facts.store import FactStore
 
 SOURCE_PREFIX = "table:"
 _HEAD_LINES = 8  # a statement's title is among the first lines of its page

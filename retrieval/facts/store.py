@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, Iterable, Protocol
 
-from retrieval.routing.calendars import fiscal_period, is_quarter_end, quarter_ending
-from retrieval.routing.companies import Company
-from retrieval.facts.model import Fact
+from finrag.retrieval.routing.calendars import fiscal_period, is_quarter_end, quarter_ending
+from finrag.retrieval.routing.companies import Company
+from finrag.retrieval.facts.model import Fact
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS fact_companies (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import bisect
 
-from retrieval.documents import Chunk, ParsedPage
+from finrag.retrieval.documents import Chunk, ParsedPage
 
 
 def join_pages(pages: list[ParsedPage]) -> tuple[str, list[int]]:

@@ -22,7 +22,7 @@ from typing import Any
 import lxml.etree
 import lxml.html
 
-from retrieval.documents import DocumentError, ParsedDocument, ParsedPage, Table
+from finrag.retrieval.documents import DocumentError, ParsedDocument, ParsedPage, Table
 
 __all__ = ["parse_sec_html", "read_html", "parse_html"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from retrieval.documents import DocumentError, ParsedDocument
+from finrag.retrieval.documents import DocumentError, ParsedDocument
 
 
 @dataclass(frozen=True)

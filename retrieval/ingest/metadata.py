@@ -24,9 +24,9 @@ from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
-from retrieval.routing.calendars import fiscal_period
-from retrieval.routing.companies import Company, CompanyTable, default_table
-from retrieval.documents import DOC_TYPES, DocumentMeta
+from finrag.retrieval.routing.calendars import fiscal_period
+from finrag.retrieval.routing.companies import Company, CompanyTable, default_table
+from finrag.retrieval.documents import DOC_TYPES, DocumentMeta
 
 log = logging.getLogger(__name__)
 

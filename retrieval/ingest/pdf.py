@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pymupdf
 
-from retrieval.documents import DocumentError, ParsedDocument, ParsedPage
-from retrieval.ingest.limits import DEFAULT_LIMITS, IngestLimits
-from retrieval.ingest.tables import find_tables
+from finrag.retrieval.documents import DocumentError, ParsedDocument, ParsedPage
+from finrag.retrieval.ingest.limits import DEFAULT_LIMITS, IngestLimits
+from finrag.retrieval.ingest.tables import find_tables
 
 pymupdf.TOOLS.mupdf_display_errors(False)  # damaged-file chatter goes to our one-line error
 

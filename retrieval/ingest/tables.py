@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from statistics import median
 
-from retrieval.documents import Table
+from finrag.retrieval.documents import Table
 
 _FIGURE = re.compile(r"^\(?-?\$?\(?\d[\d,]*(\.\d+)?\)?%?\)?$|^[—–-]+$")
 _YEARISH = re.compile(r"^(19|20)\d\d$")

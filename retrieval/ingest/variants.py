@@ -31,8 +31,8 @@ import sys
 import time
 from collections.abc import Callable
 
-from retrieval.documents import Chunk, DocumentMeta, ParsedDocument
-from retrieval.ingest.chunking import join_pages
+from finrag.retrieval.documents import Chunk, DocumentMeta, ParsedDocument
+from finrag.retrieval.ingest.chunking import join_pages
 
 VARIANTS = ("plain", "meta", "llmctx")
 PROMPT_VERSION = "ctx-v1"  # part of a stored context's key: change it when the prompt changes
@@ -203,7 +203,7 @@ class Contextualizer:
                  opening_chars: int = 1500, chunk_chars: int = 4000,
                  describe_document: bool = True,
                  on_context: Callable[[int, str], None] | None = None):
-        from models.llm import SamplingParams
+        from finrag.models.llm import SamplingParams
 
         self._llm = None if _is_loader(llm) else llm
         self._loader = llm if self._llm is None else None

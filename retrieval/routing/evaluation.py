@@ -10,8 +10,8 @@ from typing import Any, Callable, Iterable
 
 from rapidfuzz import fuzz
 
-from retrieval.routing.companies import Company, normalize_name
-from retrieval.routing.router import Router
+from finrag.retrieval.routing.companies import Company, normalize_name
+from finrag.retrieval.routing.router import Router
 
 
 def names_company(question: str, company: Company) -> bool:

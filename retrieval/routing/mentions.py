@@ -10,9 +10,9 @@ from typing import Any, Iterable
 
 from rapidfuzz.distance import DamerauLevenshtein
 
-from retrieval.routing.calendars import DateMention, read_periods
-from retrieval.routing.companies import Company, CompanyTable, default_table, normalize_name
-from retrieval.routing.intent import Intent, read_intent
+from finrag.retrieval.routing.calendars import DateMention, read_periods
+from finrag.retrieval.routing.companies import Company, CompanyTable, default_table, normalize_name
+from finrag.retrieval.routing.intent import Intent, read_intent
 
 # How strongly each match kind identifies a company; a routing's status is its weakest link.
 STRENGTH = ("exact", "alias", "name_match", "regex")

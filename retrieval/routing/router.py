@@ -25,16 +25,16 @@ from typing import Any, Callable, Protocol, Sequence
 
 from rapidfuzz import fuzz
 
-from models.llm import SamplingParams
-from retrieval.answer import LLMCall, Routing
-from retrieval.routing.calendars import (DateMention, business_days_after, date_period,
+from finrag.models.llm import SamplingParams
+from finrag.retrieval.answer import LLMCall, Routing
+from finrag.retrieval.routing.calendars import (DateMention, business_days_after, date_period,
                                          end_from_period, fiscal_period,
                                          fiscal_year_of_calendar_year, is_quarter_end)
-from retrieval.routing.companies import CompanyTable, normalize_name
-from retrieval.routing.intent import CUES, settle
-from retrieval.routing.mentions import (STRENGTH, CompanyDictionary, CompanyMention, Mentions,
+from finrag.retrieval.routing.companies import CompanyTable, normalize_name
+from finrag.retrieval.routing.intent import CUES, settle
+from finrag.retrieval.routing.mentions import (STRENGTH, CompanyDictionary, CompanyMention, Mentions,
                                         extract_mentions)
-from retrieval.routing.schema import (ExpandedRouterOutput, QueryExpansion, RouterOutput,
+from finrag.retrieval.routing.schema import (ExpandedRouterOutput, QueryExpansion, RouterOutput,
                                       expansion_messages, router_messages)
 
 ContentScorer = Callable[[str, list[str]], "str | None"]

@@ -14,8 +14,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from retrieval.documents import Chunk, DocumentMeta, ParsedDocument
-from retrieval.store.query import weighted_fts_query
+from finrag.retrieval.documents import Chunk, DocumentMeta, ParsedDocument
+from finrag.retrieval.store.query import weighted_fts_query
 
 SCHEMA_VERSION = 1
 

@@ -12,10 +12,10 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from retrieval.store.catalog import Catalog, CatalogReader, DocumentRecord
-from retrieval.store.fusion import rrf
-from retrieval.store.lock import WriterLock
-from retrieval.store.vectors import VectorIndex
+from finrag.retrieval.store.catalog import Catalog, CatalogReader, DocumentRecord
+from finrag.retrieval.store.fusion import rrf
+from finrag.retrieval.store.lock import WriterLock
+from finrag.retrieval.store.vectors import VectorIndex
 
 CATALOG_FILE = "catalog.sqlite"
 VECTORS_FILE = "vectors.faiss"

@@ -15,7 +15,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from retrieval.store.query import STOPWORDS, _words
+from finrag.retrieval.store.query import STOPWORDS, _words
 
 _UNIT_RE = re.compile(r"\b(?:in\s+)?(?:thousands|millions|billions)\b|\$|%|per share", re.I)
 _PERIOD_RE = re.compile(r"\b(?:19|20)\d{2}\b|\b(?:q[1-4]|quarter|fiscal|year|months?)\b", re.I)

@@ -7,8 +7,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable, Hashable, Sequence
 
-from models.profiles import Profile, load_reranker
-from models.rerankers import Reranker
+from finrag.models.profiles import Profile, load_reranker
+from finrag.models.rerankers import Reranker
 
 
 def adaptive_cutoff(scores: Sequence[float], cumulative: float = 0.55, cliff: float = 0.15,

@@ -12,14 +12,14 @@ added to its Protocol first, then to both sides.
 
 from __future__ import annotations
 
-from models.embedders import QueryEmbedder
-from models.llm import LLMEngine
-from models.rerankers import Reranker
-from retrieval.facts.answer import FactsSource
-from retrieval.facts.store import FactLookup
-from retrieval.routing.router import QuestionRouter
-from retrieval.store.catalog import CatalogReader
-from retrieval.store.index import SearchIndex
+from finrag.models.embedders import QueryEmbedder
+from finrag.models.llm import LLMEngine
+from finrag.models.rerankers import Reranker
+from finrag.retrieval.facts.answer import FactsSource
+from finrag.retrieval.facts.store import FactLookup
+from finrag.retrieval.routing.router import QuestionRouter
+from finrag.retrieval.store.catalog import CatalogReader
+from finrag.retrieval.store.index import SearchIndex
 
 __all__ = ["CatalogReader", "SearchIndex", "QueryEmbedder", "Reranker", "LLMEngine",
            "FactLookup", "FactsSource", "QuestionRouter", "SEAMS"]
@@ -28,15 +28,20 @@ __all__ = ["CatalogReader", "SearchIndex", "QueryEmbedder", "Reranker", "LLMEngi
 # each Pipeline component: (its Protocol, the in-process class, the served stand-in), by the
 # dotted names tests import them by (serving is not imported by retrieval)
 SEAMS: dict[str, tuple[type, str, str]] = {
-    "index": (SearchIndex, "retrieval.store.index:Index", "serving.remote:RemoteIndex"),
-    "catalog": (CatalogReader, "retrieval.store.catalog:Catalog", "serving.remote:RemoteCatalog"),
-    "embedder": (QueryEmbedder, "models.embedders:SentenceTransformerEmbedder",
-                 "serving.remote:RemoteEmbedder"),
-    "reranker": (Reranker, "models.rerankers:MaxSimReranker", "serving.remote:RemoteReranker"),
-    "llm": (LLMEngine, "models.transformers_engine:TransformersEngine",
-            "serving.remote:RemoteLLM"),
-    "facts": (FactsSource, "retrieval.facts.answer:FactsAnswerer", "serving.remote:RemoteFacts"),
-    "facts_store": (FactLookup, "retrieval.facts.store:FactStore",
-                    "serving.remote:RemoteFacts._Store"),
-    "router": (QuestionRouter, "retrieval.routing.router:Router", "serving.remote:RemoteRouter"),
+    "index": (SearchIndex, "finrag.retrieval.store.index:Index",
+              "finrag.serving.remote:RemoteIndex"),
+    "catalog": (CatalogReader, "finrag.retrieval.store.catalog:Catalog",
+                "finrag.serving.remote:RemoteCatalog"),
+    "embedder": (QueryEmbedder, "finrag.models.embedders:SentenceTransformerEmbedder",
+                 "finrag.serving.remote:RemoteEmbedder"),
+    "reranker": (Reranker, "finrag.models.rerankers:MaxSimReranker",
+                 "finrag.serving.remote:RemoteReranker"),
+    "llm": (LLMEngine, "finrag.models.transformers_engine:TransformersEngine",
+            "finrag.serving.remote:RemoteLLM"),
+    "facts": (FactsSource, "finrag.retrieval.facts.answer:FactsAnswerer",
+              "finrag.serving.remote:RemoteFacts"),
+    "facts_store": (FactLookup, "finrag.retrieval.facts.store:FactStore",
+                    "finrag.serving.remote:RemoteFacts._Store"),
+    "router": (QuestionRouter, "finrag.retrieval.routing.router:Router",
+               "finrag.serving.remote:RemoteRouter"),
 }

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from retrieval.answer import Citation
+from finrag.retrieval.answer import Citation
 
 NOT_FOUND = "Not found in the provided filings."
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from retrieval.answer import FACTS_DOC_ID, Answer
+from finrag.retrieval.answer import FACTS_DOC_ID, Answer
 
 ROUTED_SYSTEMS = ("hdrr", "sfr", "hdrr_text")
 

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from retrieval.answer import FACTS_DOC_ID, Citation, Routing
-from retrieval.facts.answer import FactValue
-from retrieval.facts.checks import confidence, contradictions
-from retrieval.facts.classify import STRUCTURED, apply_llm, classify
-from retrieval.systems.context import Block
-from retrieval.systems.run import Run
+from finrag.retrieval.answer import FACTS_DOC_ID, Citation, Routing
+from finrag.retrieval.facts.answer import FactValue
+from finrag.retrieval.facts.checks import confidence, contradictions
+from finrag.retrieval.facts.classify import STRUCTURED, apply_llm, classify
+from finrag.retrieval.systems.context import Block
+from finrag.retrieval.systems.run import Run
 
 if TYPE_CHECKING:
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.retrieval.systems.pipelines import Pipeline
 
 
 def facts_route(pipe: Pipeline, run: Run, routing: Routing) -> Block | None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 def add_index_option(parser: argparse.ArgumentParser) -> None:
-    from retrieval.store.index import default_index_dir
+    from finrag.retrieval.store.index import default_index_dir
 
     parser.add_argument("--index", type=Path, default=None, metavar="DIR",
                         help=f"index folder (default: $FINRAG_INDEX or {default_index_dir()})")
@@ -41,14 +41,14 @@ def add_pipeline_options(parser: argparse.ArgumentParser) -> None:
 
 
 def index_dir(args: argparse.Namespace) -> Path:
-    from retrieval.store.index import default_index_dir
+    from finrag.retrieval.store.index import default_index_dir
 
     return args.index or default_index_dir()
 
 
 def pipeline_kwargs(args: argparse.Namespace) -> dict:
     """``Pipeline.load`` keyword arguments from the pipeline options (index aside)."""
-    from retrieval.systems.recipes import variant_dir
+    from finrag.retrieval.systems.recipes import variant_dir
 
     index = index_dir(args)
     variants = {"meta": args.meta_index or variant_dir(index, "meta"),
@@ -58,6 +58,6 @@ def pipeline_kwargs(args: argparse.Namespace) -> dict:
 
 
 def load_pipeline(args: argparse.Namespace):
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.retrieval.systems.pipelines import Pipeline
 
     return Pipeline.load(index_dir(args), **pipeline_kwargs(args))

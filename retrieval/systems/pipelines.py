@@ -12,24 +12,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Callable
 
-from models.devices import LLM_KINDS, DeviceError, memory_shares, resolve_device
-from models.energy import meter_for
-from models.llm import SamplingParams
-from models.profiles import (load_config, load_llm, load_profile_embedder, load_reranker,
+from finrag.models.devices import LLM_KINDS, DeviceError, memory_shares, resolve_device
+from finrag.models.energy import meter_for
+from finrag.models.llm import SamplingParams
+from finrag.models.profiles import (load_config, load_llm, load_profile_embedder, load_reranker,
                              require_engine)
-from retrieval.answer import Answer, LLMCall, Routing
-from retrieval.facts.answer import FactsAnswerer
-from retrieval.facts.concepts import default_concepts
-from retrieval.facts.store import FactStore
-from retrieval.routing.router import Router, make_content_scorer
-from retrieval.store.index import Index
-from retrieval.systems.cascade import Cascade
-from retrieval.systems.components import (FactsSource, LLMEngine, QueryEmbedder, QuestionRouter,
+from finrag.retrieval.answer import Answer, LLMCall, Routing
+from finrag.retrieval.facts.answer import FactsAnswerer
+from finrag.retrieval.facts.concepts import default_concepts
+from finrag.retrieval.facts.store import FactStore
+from finrag.retrieval.routing.router import Router, make_content_scorer
+from finrag.retrieval.store.index import Index
+from finrag.retrieval.systems.cascade import Cascade
+from finrag.retrieval.systems.components import (FactsSource, LLMEngine, QueryEmbedder, QuestionRouter,
                                           Reranker, SearchIndex)
-from retrieval.systems.context import NOT_FOUND, Block, answer_messages, cite, states_nothing
-from retrieval.systems.figures import figures_written, unsupported
-from retrieval.systems.recipes import RECIPES, SYSTEMS
-from retrieval.systems.run import Run, bound, check_question, energy
+from finrag.retrieval.systems.context import NOT_FOUND, Block, answer_messages, cite, states_nothing
+from finrag.retrieval.systems.figures import figures_written, unsupported
+from finrag.retrieval.systems.recipes import RECIPES, SYSTEMS
+from finrag.retrieval.systems.run import Run, bound, check_question, energy
 
 __all__ = ["Pipeline", "part_findings"]
 

@@ -23,16 +23,16 @@ from typing import TYPE_CHECKING, Callable
 
 from pydantic import BaseModel, Field
 
-from models.llm import SamplingParams
-from retrieval.answer import Routing
-from retrieval.systems import stages
-from retrieval.systems.components import SearchIndex
-from retrieval.systems.context import Block, fair_shares, mark_pages
-from retrieval.systems.facts_route import check_facts, facts_route
-from retrieval.systems.run import Run, check_fan_out
+from finrag.models.llm import SamplingParams
+from finrag.retrieval.answer import Routing
+from finrag.retrieval.systems import stages
+from finrag.retrieval.systems.components import SearchIndex
+from finrag.retrieval.systems.context import Block, fair_shares, mark_pages
+from finrag.retrieval.systems.facts_route import check_facts, facts_route
+from finrag.retrieval.systems.run import Run, check_fan_out
 
 if TYPE_CHECKING:
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.retrieval.systems.pipelines import Pipeline
 
 VARIANT_OF = {"cbr_meta": "meta", "cbr_llmctx": "llmctx"}
 

@@ -8,7 +8,7 @@ import time
 from contextlib import contextmanager
 from typing import Any, Iterator
 
-from retrieval.answer import Answer, LLMCall, Routing
+from finrag.retrieval.answer import Answer, LLMCall, Routing
 
 MAX_QUESTION_CHARS = 2000
 MAX_ROUTED_DOCUMENTS = 8  # filings one question may be answered from

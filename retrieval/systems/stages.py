@@ -10,20 +10,20 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retrieval.answer import LLMCall, Routing
-from retrieval.facts.classify import statements_named
-from retrieval.facts.statements import statement_pages
-from retrieval.store.fusion import rrf
-from retrieval.store.index import Hit
-from retrieval.store.neighbours import k_reciprocal_scores
-from retrieval.store.query import normalize_query
-from retrieval.store.tables import TableSearch
-from retrieval.systems.components import SearchIndex
-from retrieval.systems.context import Block, build_blocks, truncate_to_tokens
-from retrieval.systems.run import Run, bound
+from finrag.retrieval.answer import LLMCall, Routing
+from finrag.retrieval.facts.classify import statements_named
+from finrag.retrieval.facts.statements import statement_pages
+from finrag.retrieval.store.fusion import rrf
+from finrag.retrieval.store.index import Hit
+from finrag.retrieval.store.neighbours import k_reciprocal_scores
+from finrag.retrieval.store.query import normalize_query
+from finrag.retrieval.store.tables import TableSearch
+from finrag.retrieval.systems.components import SearchIndex
+from finrag.retrieval.systems.context import Block, build_blocks, truncate_to_tokens
+from finrag.retrieval.systems.run import Run, bound
 
 if TYPE_CHECKING:
-    from retrieval.systems.pipelines import Pipeline
+    from finrag.retrieval.systems.pipelines import Pipeline
 
 
 def route(pipe: Pipeline, run: Run) -> Routing:

@@ -19,7 +19,7 @@ import signal
 import sys
 from importlib import metadata
 
-from serving.cli import ask, doctor, facts, index, serve
+from finrag.serving.cli import ask, doctor, facts, index, serve
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from installed packages only
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -1,7 +1,7 @@
-"""``python -m serving.cli``: the `finrag` command."""
+"""``python -m finrag.serving.cli``: the `finrag` command."""
 
 import sys
 
-from serving.cli import main
+from finrag.serving.cli import main
 
 sys.exit(main())

@@ -7,16 +7,16 @@ import json
 import sys
 from pathlib import Path
 
-from retrieval.systems.options import (add_index_option, add_pipeline_options, add_profile_options,
+from finrag.retrieval.systems.options import (add_index_option, add_pipeline_options, add_profile_options,
                                        index_dir, load_pipeline, pipeline_kwargs)
-from retrieval.systems.recipes import SYSTEMS
-from serving.cli.output import print_answer, snippet
+from finrag.retrieval.systems.recipes import SYSTEMS
+from finrag.serving.cli.output import print_answer, snippet
 
 
 def _route_questions(router, args) -> int:
     """Routing accuracy on labelled questions (question, doc_name, pdf_present per line)."""
-    from retrieval.ingest.metadata import parse_filename
-    from retrieval.routing.evaluation import evaluate_routing, format_routing_report
+    from finrag.retrieval.ingest.metadata import parse_filename
+    from finrag.retrieval.routing.evaluation import evaluate_routing, format_routing_report
 
     def gold_company(doc_id: str) -> str | None:  # a gold filing that is not indexed
         try:
@@ -41,9 +41,9 @@ def _route_questions(router, args) -> int:
 
 
 def cmd_route(args) -> int:
-    from retrieval.routing.companies import CompanyTable
-    from retrieval.store.index import Index
-    from retrieval.routing.router import Router, make_content_scorer
+    from finrag.retrieval.routing.companies import CompanyTable
+    from finrag.retrieval.store.index import Index
+    from finrag.retrieval.routing.router import Router, make_content_scorer
 
     question = (args.question or "").strip()
     if not question and not args.questions:
@@ -51,13 +51,13 @@ def cmd_route(args) -> int:
         return 2
     llm = None
     if not args.no_llm:  # loaded only if the resolver alone cannot route the question
-        from models.profiles import load_config, load_llm
+        from finrag.models.profiles import load_config, load_llm
 
         profile = load_config(args.config).active(args.profile)
         llm = lambda: load_llm(profile, "router")  # noqa: E731
     with Index.open(index_dir(args)) as index:
         def embedder():
-            from models.profiles import load_config, load_profile_embedder
+            from finrag.models.profiles import load_config, load_profile_embedder
 
             loaded = load_profile_embedder(load_config(args.config).active(args.profile))
             index.check_embedder(loaded)
@@ -100,7 +100,7 @@ def cmd_route(args) -> int:
 
 
 def cmd_ask(args) -> int:
-    from retrieval.systems.run import QuestionError, check_question
+    from finrag.retrieval.systems.run import QuestionError, check_question
 
     try:
         question = check_question(args.question)
@@ -117,7 +117,7 @@ def cmd_ask(args) -> int:
     else:
         print_answer(answer)
     if args.plot:
-        from serving.cli.plots import plot_facts
+        from finrag.serving.cli.plots import plot_facts
 
         if plot_facts(answer.get("facts") or [], args.plot, title=question):
             print(f"plot: {args.plot}", file=sys.stderr)
@@ -127,8 +127,8 @@ def cmd_ask(args) -> int:
 
 
 def cmd_eval(args) -> int:
-    from retrieval.systems.evaluation import evaluate_retrieval, format_table, load_questions
-    from retrieval.systems.recipes import SYSTEMS
+    from finrag.retrieval.systems.evaluation import evaluate_retrieval, format_table, load_questions
+    from finrag.retrieval.systems.recipes import SYSTEMS
 
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     unknown = [s for s in systems if s not in SYSTEMS]
@@ -155,7 +155,7 @@ def cmd_eval(args) -> int:
 
 
 def cmd_batch(args) -> int:
-    from serving.batch import run_batch
+    from finrag.serving.batch import run_batch
 
     summary = run_batch(args.questions, args.out, index=index_dir(args), system=args.system,
                         generate=not args.no_generate, sequential=args.sequential,

@@ -20,10 +20,10 @@ def _line(ch: str = "─", n: int = 78) -> str:
 
 def run_demo(workdir: Path, *, serve: bool = True, profile: str = "cpu",
              port: int | None = None) -> int:
-    from models.embedders import load_embedder
-    from serving.cli.demo_corpus import generate_demo_corpus
-    from retrieval.store.index import Index
-    from retrieval.indexer import Ingestor
+    from finrag.models.embedders import load_embedder
+    from finrag.serving.cli.demo_corpus import generate_demo_corpus
+    from finrag.retrieval.store.index import Index
+    from finrag.retrieval.indexer import Ingestor
 
     workdir = Path(workdir)
     print(_line("═"))
@@ -95,8 +95,8 @@ def _says(text: str, value: float) -> bool:
 
 def serve_demo(index: Path, questions: list[dict], facts_path: Path, *, profile: str = "cpu",
                port: int | None = None) -> int:
-    from serving.cli.output import print_answer
-    from serving.server import free_port, get_json, post_json, service_from_file
+    from finrag.serving.cli.output import print_answer
+    from finrag.serving.server import free_port, get_json, post_json, service_from_file
 
     service = service_from_file(None, index=str(index), profile=profile,
                                 port=port or free_port())
@@ -137,7 +137,7 @@ def _look_alike(url: str, questions: list[dict], facts_path: Path, post_json) ->
     look-alike question, to find one whose CBR context leads with another company's filing
     (else another filing of the same company); then both systems answer it. Returns how many
     requests failed (each is printed where it happened)."""
-    from serving.server import get_json
+    from finrag.serving.server import get_json
 
     facts = json.loads(Path(facts_path).read_text())
     company = {d["doc_id"]: d["company"]

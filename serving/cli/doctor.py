@@ -15,7 +15,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 
-from retrieval.systems.options import add_profile_options
+from finrag.retrieval.systems.options import add_profile_options
 
 
 @dataclass
@@ -57,7 +57,7 @@ def inspect_machine() -> Machine:
                                 "CUDA_VISIBLE_DEVICES?)")
     except ImportError as e:
         m.cuda_note = f"torch not importable ({e})"
-    from models.energy import MeterUnavailable, NVMLMeter
+    from finrag.models.energy import MeterUnavailable, NVMLMeter
 
     try:
         meter = NVMLMeter()
@@ -78,7 +78,7 @@ def inspect_machine() -> Machine:
     m.vllm = {"version": version, "where": "this environment" if version else (
         f"not here; {venv} (make vllm-venv) runs the CPU build" if os.path.exists(venv)
         else "not installed (pip install '.[gpu]' on a GPU host; make vllm-venv for CPU)")}
-    from models.llamacpp_engine import LlamaCppUnavailable, import_llama_cpp
+    from finrag.models.llamacpp_engine import LlamaCppUnavailable, import_llama_cpp
 
     try:
         m.llamacpp = {"version": import_llama_cpp().__version__, "where": "this environment"}
@@ -89,8 +89,8 @@ def inspect_machine() -> Machine:
 
 
 def _weights_state(profile, role: str) -> tuple[bool, str]:
-    from models.profiles import resolve_role
-    from models.weights import WeightsError
+    from finrag.models.profiles import resolve_role
+    from finrag.models.weights import WeightsError
 
     try:
         w = resolve_role(profile, role)
@@ -111,7 +111,7 @@ def _weights_state(profile, role: str) -> tuple[bool, str]:
 
 def check_profile(profile, machine: Machine) -> dict:
     """Each role's weights and device, and the problems that stop the profile from running."""
-    from models.devices import DeviceError, memory_shares, resolve_device
+    from finrag.models.devices import DeviceError, memory_shares, resolve_device
 
     roles, problems = [], []
     for role, spec in profile.roles.items():
@@ -141,7 +141,7 @@ def check_profile(profile, machine: Machine) -> dict:
 
 
 def cmd_doctor(args) -> int:
-    from models.profiles import load_config
+    from finrag.models.profiles import load_config
 
     config = load_config(args.config)
     chosen = config.active(args.profile).name
@@ -185,8 +185,8 @@ def cmd_doctor(args) -> int:
 
 
 def cmd_models(args) -> int:
-    from models.profiles import ROLES, load_config, resolve_role
-    from models.weights import WeightsError
+    from finrag.models.profiles import ROLES, load_config, resolve_role
+    from finrag.models.weights import WeightsError
 
     config = load_config(args.config)
     profile = config.active(args.profile)

@@ -8,19 +8,19 @@ import json
 import sys
 from pathlib import Path
 
-from retrieval.facts.edgar import (BASE_URL_ENV, DEFAULT_FORMS, USER_AGENT_ENV, fetch_company,
+from finrag.retrieval.facts.edgar import (BASE_URL_ENV, DEFAULT_FORMS, USER_AGENT_ENV, fetch_company,
                                    ingest_command)
 
 
 def cmd_extract(args) -> int:
     from tqdm import tqdm
 
-    from retrieval.store.catalog import Catalog
-    from retrieval.routing.companies import CompanyTable
-    from retrieval.facts.concepts import ConceptTable
-    from retrieval.facts.statements import store_statements
-    from retrieval.facts.store import FactStore
-    from retrieval.ingest.kinds import file_kind
+    from finrag.retrieval.store.catalog import Catalog
+    from finrag.retrieval.routing.companies import CompanyTable
+    from finrag.retrieval.facts.concepts import ConceptTable
+    from finrag.retrieval.facts.statements import store_statements
+    from finrag.retrieval.facts.store import FactStore
+    from finrag.retrieval.ingest.kinds import file_kind
 
     db_path = Path(args.index) / "catalog.sqlite"
     if not db_path.is_file():

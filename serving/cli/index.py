@@ -8,22 +8,22 @@ import sys
 import textwrap
 from pathlib import Path
 
-from retrieval.systems.options import add_index_option, add_profile_options, index_dir
-from serving.cli.output import pages, snippet
+from finrag.retrieval.systems.options import add_index_option, add_profile_options, index_dir
+from finrag.serving.cli.output import pages, snippet
 
 
 def cmd_ingest(args) -> int:
-    from models.profiles import load_config, load_profile_embedder
-    from retrieval.routing.companies import CompanyTable
-    from retrieval.indexer import Ingestor
+    from finrag.models.profiles import load_config, load_profile_embedder
+    from finrag.retrieval.routing.companies import CompanyTable
+    from finrag.retrieval.indexer import Ingestor
 
     companies = CompanyTable.load(args.companies or [])
     profile = load_config().active(args.profile)
     embedder = load_profile_embedder(profile, batch_size=args.batch_size)
     contextualizer = None
     if args.variant == "llmctx":  # the profile's generator writes the contexts
-        from models.profiles import load_llm
-        from retrieval.ingest.variants import Contextualizer
+        from finrag.models.profiles import load_llm
+        from finrag.retrieval.ingest.variants import Contextualizer
 
         contextualizer = Contextualizer(lambda: load_llm(profile, "generator"),
                                         model_id=profile.role("generator").model,
@@ -65,8 +65,8 @@ def cmd_ingest(args) -> int:
 
 
 def cmd_search(args) -> int:
-    from models.profiles import load_config, load_profile_embedder
-    from retrieval.store.index import Index, UnknownDocumentError
+    from finrag.models.profiles import load_config, load_profile_embedder
+    from finrag.retrieval.store.index import Index, UnknownDocumentError
 
     query = args.query.strip()
     if not query:
@@ -107,7 +107,7 @@ def cmd_search(args) -> int:
 
 
 def cmd_documents(args) -> int:
-    from retrieval.store.index import Index
+    from finrag.retrieval.store.index import Index
 
     with Index.open(index_dir(args)) as index:
         docs = [d.to_dict() for d in index.documents()]
@@ -123,8 +123,8 @@ def cmd_documents(args) -> int:
 
 
 def cmd_remove(args) -> int:
-    from retrieval.indexer import remove_document
-    from retrieval.store.index import Index
+    from finrag.retrieval.indexer import remove_document
+    from finrag.retrieval.store.index import Index
 
     missing = []
     with Index.open(index_dir(args), readonly=False) as index:  # the writer's lock

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from retrieval.systems.options import add_index_option
+from finrag.retrieval.systems.options import add_index_option
 
 
 def cmd_serve(args) -> int:
     import signal
     import threading
 
-    from serving.server import service_from_file
+    from finrag.serving.server import service_from_file
 
     service = service_from_file(args.config, index=str(args.index) if args.index else None,
                                 profile=args.profile, host=args.host, port=args.port)
@@ -37,7 +37,7 @@ def cmd_serve(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from serving.cli.demo import run_demo
+    from finrag.serving.cli.demo import run_demo
 
     return run_demo(args.workdir, serve=not args.no_serve, profile=args.profile, port=args.port)
 

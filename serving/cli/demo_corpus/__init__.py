@@ -29,7 +29,7 @@ Figures come from ``random.Random`` seeded with strings, which is stable across 
 by PYTHONHASHSEED. The PDF dates are fixed to the filing date and no file ID is written, so the
 same seed gives the same bytes.
 
-Usage: ``python -m serving.cli.demo_corpus OUT_DIR [--seed N] [--force]``.
+Usage: ``python -m finrag.serving.cli.demo_corpus OUT_DIR [--seed N] [--force]``.
 
 Modules: ``companies`` (the registrants, their operating profiles and fiscal calendars),
 ``figures`` (seeded income statements and operating data, number formatting),
@@ -39,6 +39,6 @@ composition),
 questions) and ``corpus`` (the files on disk and the command).
 """
 
-from serving.cli.demo_corpus.corpus import GENERATOR_VERSION, DemoCorpus, generate_demo_corpus
+from finrag.serving.cli.demo_corpus.corpus import GENERATOR_VERSION, DemoCorpus, generate_demo_corpus
 
 __all__ = ["GENERATOR_VERSION", "DemoCorpus", "generate_demo_corpus"]

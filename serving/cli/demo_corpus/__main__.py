@@ -1,5 +1,5 @@
 import sys
 
-from serving.cli.demo_corpus.corpus import main
+from finrag.serving.cli.demo_corpus.corpus import main
 
 sys.exit(main())

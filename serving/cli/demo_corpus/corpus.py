@@ -13,10 +13,10 @@ from typing import Any
 
 import pymupdf
 
-from serving.cli.demo_corpus.companies import COMPANIES
-from serving.cli.demo_corpus.figures import annual_statements
-from serving.cli.demo_corpus.filings import plan_filings, render_filing
-from serving.cli.demo_corpus.questions import build_questions
+from finrag.serving.cli.demo_corpus.companies import COMPANIES
+from finrag.serving.cli.demo_corpus.figures import annual_statements
+from finrag.serving.cli.demo_corpus.filings import plan_filings, render_filing
+from finrag.serving.cli.demo_corpus.questions import build_questions
 
 GENERATOR_VERSION = 1
 MANIFEST_NAME = "manifest.json"
@@ -102,14 +102,14 @@ def generate_demo_corpus(out_dir: str | Path, *, seed: int = 7, force: bool = Fa
         _write(out / name, data)
     for stale in set((old_manifest or {}).get("files", {})) - set(files):
         (out / stale).unlink(missing_ok=True)
-    manifest = {"generator": "serving.cli.demo_corpus_corpus", "version": GENERATOR_VERSION, "seed": seed,
+    manifest = {"generator": "finrag.serving.cli.demo_corpus", "version": GENERATOR_VERSION, "seed": seed,
                 "files": {name: hashlib.sha256(data).hexdigest() for name, data in sorted(files.items())}}
     _write(out / MANIFEST_NAME, (json.dumps(manifest, indent=2) + "\n").encode())
     return _corpus(out, doc_ids, written=True)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m serving.cli.demo_corpus", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m finrag.serving.cli.demo_corpus", description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", help="directory to write the corpus into")
     parser.add_argument("--seed", type=int, default=7, help="seed for figures and wording (default 7)")
     parser.add_argument("--force", action="store_true", help="rewrite even if a complete corpus exists")

@@ -6,7 +6,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from serving.cli.demo_corpus.companies import FISCAL_YEARS, PROFILES, Company
+from finrag.serving.cli.demo_corpus.companies import FISCAL_YEARS, PROFILES, Company
 
 
 @dataclass(frozen=True)

@@ -8,15 +8,15 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from serving.cli.demo_corpus.companies import (COMPANIES, COMPANY_BY_KEY, FISCAL_YEARS, PROFILES,
+from finrag.serving.cli.demo_corpus.companies import (COMPANIES, COMPANY_BY_KEY, FISCAL_YEARS, PROFILES,
                                                QUARTERLY_FILINGS, Company, _long_date,
                                                _weekday_on_or_after, fiscal_quarter_end,
                                                fiscal_year_end)
-from serving.cli.demo_corpus.figures import (IncomeStatement, _cell, _change, _operating_data,
+from finrag.serving.cli.demo_corpus.figures import (IncomeStatement, _cell, _change, _operating_data,
                                              _usd, quarter_statement)
-from serving.cli.demo_corpus.layout import (Block, Fact, PageBreak, StatementTable, Text, TocEntry,
+from finrag.serving.cli.demo_corpus.layout import (Block, Fact, PageBreak, StatementTable, Text, TocEntry,
                                             _Layout, _paint)
-from serving.cli.demo_corpus.wording import (COMMON, COMMON_RISKS, INDUSTRY_RISKS, ITEM_5, ITEM_9,
+from finrag.serving.cli.demo_corpus.wording import (COMMON, COMMON_RISKS, INDUSTRY_RISKS, ITEM_5, ITEM_9,
                                              ITEM_9C, MARKET_RISK, MDNA, PART_III, QUARTER_WORDS,
                                              RISK_CLOSERS, RISK_GROUPS, WORDING)
 

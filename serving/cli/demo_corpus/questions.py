@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from serving.cli.demo_corpus.figures import _usd
+from finrag.serving.cli.demo_corpus.figures import _usd
 
 # (doc_id, metric, question, tags). Questions name companies as a user would, including the
 # former name of the renamed company and the January fiscal year end of the retailer.

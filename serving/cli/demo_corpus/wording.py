@@ -7,7 +7,7 @@ wording without being identical. Placeholders are filled from the filing's conte
 
 from __future__ import annotations
 
-from serving.cli.demo_corpus.industries import INDUSTRIAL, RETAIL, SOFTWARE
+from finrag.serving.cli.demo_corpus.industries import INDUSTRIAL, RETAIL, SOFTWARE
 
 COMMON: dict[str, tuple[str, ...]] = {
     "fls": (
