@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# KubeRay's own RayService CRD for the manifest check in tests/test_deploy_configs.py: the
+# KubeRay's own RayService CRD for the manifest check in tests/deploy/test_deploy_configs.py: the
 # KubeRay operator's Go module at the version below, put in Go's module cache by
 # `go mod download` (a download, nothing is built); the CRD is config/crd/bases/ in it.
 # Installs Debian's golang-go when no go is there (needs root and apt-get; not with

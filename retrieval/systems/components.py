@@ -5,7 +5,7 @@ table of the seam (``SEAMS``).
 The CLI gives a ``Pipeline`` the in-process objects (``Index`` and its ``Catalog``, the
 embedder, rerankers, LLM engines, ``Router``, ``FactsAnswerer``); the served app gives it
 stand-ins that forward each call to a deployment (``serving.remote``). Both sides subclass
-these Protocols, and ``tests/test_seams.py`` fails when either lacks a member or when the
+these Protocols, and ``tests/retrieval/test_seams.py`` fails when either lacks a member or when the
 ``Pipeline`` reaches for one no Protocol declares. A method the ``Pipeline`` starts to use is
 added to its Protocol first, then to both sides.
 """

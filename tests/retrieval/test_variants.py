@@ -18,7 +18,7 @@ from finrag.retrieval.indexer import Ingestor, parse_file
 from finrag.retrieval.ingest.variants import (ContextStore, Contextualizer, clean_context, indexed_chunks,
                                 meta_prefix)
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PICK = ("BRIGHTQUARRY_2022_10K", "HARLOWFINCH_2025Q1_10Q")
 HARLOW_PREFIX = "[Company: Harlow & Finch Stores, Inc., Fiscal Year: 2025, Quarter: Q1, Type: 10-Q]"
 

@@ -154,7 +154,7 @@ def test_engine_benchmark_compares_engines_on_the_same_prompts(tmp_path):
     import subprocess
     import sys
 
-    shared = os.path.join(os.path.dirname(__file__), "..", "..", "shared", "data", "financebench")
+    shared = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "financebench")
     if not os.path.isdir(shared):
         pytest.skip("needs ../shared/data/financebench")
     out = tmp_path / "engines"

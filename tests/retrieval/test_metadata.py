@@ -14,7 +14,7 @@ from finrag.retrieval.ingest.metadata import (
     resolve_metadata,
 )
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+SHARED = Path(__file__).resolve().parents[3] / "shared"
 FINANCEBENCH = SHARED / "data" / "financebench"
 
 

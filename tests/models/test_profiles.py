@@ -9,7 +9,7 @@ import pytest
 from finrag.models.profiles import ROLES, load_config, resolve_role
 from finrag.models.weights import WeightsError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_packaged_profiles_load_with_every_role():

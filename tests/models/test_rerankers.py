@@ -144,7 +144,7 @@ def test_listwise_examples_are_tune_questions_with_a_full_ranking():
     from finrag.benchmarks.splits import split_of
     from finrag.models.rerankers import listwise_examples
 
-    questions = Path(__file__).resolve().parents[2] / "shared/data/financebench/questions.dev.jsonl"
+    questions = Path(__file__).resolve().parents[3] / "shared/data/financebench/questions.dev.jsonl"
     if not questions.is_file():
         pytest.skip("the shared FinanceBench questions are not here")
     split = split_of([json.loads(line) for line in questions.read_text().splitlines() if line])

@@ -22,7 +22,7 @@ from finrag.retrieval.store import catalog as catalog_module
 from finrag.retrieval.store.index import CATALOG_FILE, VECTORS_FILE, Index
 from finrag.retrieval.store.lock import IndexBusyError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WORDS = ("revenue", "margin", "inventory", "dividend", "lease", "goodwill", "backlog", "tariff")
 
 

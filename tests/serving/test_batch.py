@@ -12,7 +12,7 @@ import pytest
 
 from finrag.serving.batch import finished_ids, read_questions, run_batch
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _ids(out: Path) -> list[str]:

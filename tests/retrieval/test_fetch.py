@@ -19,7 +19,7 @@ from finrag.retrieval.facts.edgar import (FetchError, SecClient, fetch_company, 
 from finrag.retrieval.indexer import find_files
 from finrag.retrieval.ingest.metadata import load_sidecar
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 AGENT = "finrag tests test@example.com"
 CIK = "0001045810"
 

@@ -10,7 +10,7 @@ import pytest
 from finrag.retrieval.documents import DocumentError
 from finrag.retrieval.ingest.html import parse_sec_html
 
-SEC_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "sec"
+SEC_DIR = Path(__file__).resolve().parents[3] / "shared" / "data" / "sec"
 FILINGS = SEC_DIR / "filings"
 
 

@@ -17,7 +17,7 @@ from finrag.retrieval.routing.evaluation import evaluate_routing
 from finrag.retrieval.routing.mentions import extract_mentions, extract_periods
 from finrag.retrieval.routing.router import Resolver, Router, make_content_scorer
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def rec(doc_id, company, doc_type, fy=None, fq=None, filed=None, ticker=None, aliases=()):

@@ -13,7 +13,7 @@ import yaml
 
 from deploy import crd_check
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 CRD = yaml.safe_load("""
 apiVersion: apiextensions.k8s.io/v1

@@ -16,7 +16,7 @@ from finrag.retrieval.store.catalog import fts_query
 from finrag.retrieval.store.index import Index, UnknownDocumentError
 from finrag.retrieval.indexer import Ingestor
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _snapshot(folder: Path):

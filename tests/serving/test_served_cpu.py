@@ -23,7 +23,7 @@ import pytest
 
 from tests.conftest import FINANCEBENCH, SHARED, need_shared
 from tests.served_app import serve_app
-from tests.test_clients import _chrome
+from tests.serving.test_clients import _chrome
 
 pytestmark = pytest.mark.integration
 

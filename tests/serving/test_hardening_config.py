@@ -16,7 +16,7 @@ from finrag.retrieval.answer import Routing
 from finrag.serving.admission import check_auth, model_name, no_paths
 from finrag.serving.config import AppConfig, Auth, is_loopback
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)

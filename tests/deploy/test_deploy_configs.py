@@ -27,7 +27,7 @@ from ray.serve.schema import RayActorOptionsSchema, ServeDeploySchema
 from deploy import crd_check
 from finrag.serving.config import DEPLOYMENTS, AppConfig, ServeFile, load_serve_file
 
-DEPLOY = Path(__file__).resolve().parents[1] / "deploy"
+DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 CPU, GPU = DEPLOY / "cpu.yaml", DEPLOY / "gpu.yaml"
 K8S = DEPLOY / "kuberay-rayservice.yaml"
 DOCKERFILE = DEPLOY / "Dockerfile.gpu"
