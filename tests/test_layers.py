@@ -161,4 +161,4 @@ def test_tests_live_in_folders_that_mirror_the_house():
                      if p.is_dir() and any(p.glob("test_*.py")))
     assert folders == sorted([*FLOORS, "deploy"]), folders
     names = [p.name for p in (REPO / "tests").rglob("test_*.py")]
-    assert len(names) > 60 and len(names) == len(set(names))
+    assert len(names) > 50 and len(names) == len(set(names))
