@@ -7,8 +7,27 @@ Pages are numbered from 1, as a person sees them in a viewer.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+# a document ingested without a collection is in this one: not `public`, so that a file
+# ingested without thought is readable only by all-collections tokens
+DEFAULT_COLLECTION = "default"
+PUBLIC_COLLECTION = "public"  # filings fetched from EDGAR
+_COLLECTION_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+
+
+def check_collections(names) -> list[str]:
+    """Collection names, checked (1-64 lowercase letters, digits, '.', '_', '-'), deduplicated
+    and sorted; an empty list stands for DEFAULT_COLLECTION."""
+    if isinstance(names, str):
+        names = [names]
+    bad = [n for n in names if not isinstance(n, str) or not _COLLECTION_RE.match(n)]
+    if bad:
+        raise ValueError(f"collection name(s) {bad!r}: 1 to 64 lowercase letters, digits, "
+                         f"'.', '_' or '-', starting with a letter or digit")
+    return sorted(set(names)) or [DEFAULT_COLLECTION]
 
 DOC_TYPES = ("10-K", "10-Q", "8-K", "earnings", "annual report")
 
@@ -64,6 +83,9 @@ class DocumentMeta:
     period_end: str | None = None  # ISO date
     filing_date: str | None = None  # ISO date
     sector: str | None = None
+    # who may read it: a caller reads the documents of the collections its token names; none
+    # given at ingest: DEFAULT_COLLECTION
+    collections: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

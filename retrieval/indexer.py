@@ -18,11 +18,12 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from dataclasses import replace as with_fields
 from pathlib import Path
 
 from finrag.retrieval.ingest.chunking import chunk_pages
 from finrag.retrieval.routing.companies import CompanyTable
-from finrag.retrieval.documents import DocumentError, DocumentMeta, ParsedDocument
+from finrag.retrieval.documents import DocumentError, DocumentMeta, ParsedDocument, check_collections
 from finrag.retrieval.facts.companyfacts import is_companyfacts_file
 from finrag.retrieval.facts.load import load_companyfacts, load_inline
 from finrag.retrieval.facts.model import FactsError
@@ -217,6 +218,7 @@ class Ingestor:
         replace: bool = False,
         accept_repaired: bool = False,
         limits: IngestLimits = DEFAULT_LIMITS,
+        collections: list[str] | None = None,
     ):
         check_variant(variant)
         if variant == "llmctx" and contextualizer is None:
@@ -236,6 +238,8 @@ class Ingestor:
         self.replace = replace  # a changed file of an indexed doc id replaces it
         self.accept_repaired = accept_repaired
         self.limits = limits
+        # for documents whose sidecar entry names none (checked before anything is read)
+        self.collections = check_collections(collections) if collections else []
         self.index = Index.create_or_open(
             index_dir,
             IndexSettings(chunk_size=chunk_size, chunk_overlap=chunk_overlap,
@@ -291,6 +295,8 @@ class Ingestor:
                             limits=self.limits)
         _check_identity(path, meta, parsed, self.companies)
         meta = _apply_hints(meta, parsed, override=meta.doc_id not in self.sidecar)
+        if not meta.collections:
+            meta = with_fields(meta, collections=self.collections)
         settings = self.index.settings
         chunks = chunk_pages(parsed.pages, size=settings.chunk_size, overlap=settings.chunk_overlap)
         contexts, t_ctx = None, time.perf_counter()

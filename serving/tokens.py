@@ -26,6 +26,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from finrag.retrieval.documents import check_collections
+
 PREFIX = "frg"
 ALL = "*"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
@@ -33,6 +35,11 @@ _TOKEN_RE = re.compile(rf"^{PREFIX}_([0-9a-f]{{12}})_([A-Za-z0-9_-]{{43}})$")
 # scrypt at n=2**14, r=8: about 16 MiB and tens of milliseconds a check (once per token and
 # file version: verdicts are cached)
 _SCRYPT = {"n": 2**14, "r": 8, "p": 1, "dklen": 32}
+
+
+def default_tokens_file() -> Path:
+    """$FINRAG_TOKENS_FILE, else ~/.config/finrag/tokens.json."""
+    return Path(os.environ.get("FINRAG_TOKENS_FILE") or "~/.config/finrag/tokens.json").expanduser()
 
 
 class TokenError(ValueError):
@@ -167,6 +174,10 @@ class TokenStore:
             raise TokenError(f"token name {name!r}: 1 to 64 letters, digits, '.', '_' or '-'")
         if not collections:
             raise TokenError("a token needs at least one collection to read (or '*' for all)")
+        try:
+            collections = [ALL] if ALL in collections else check_collections(collections)
+        except ValueError as e:
+            raise TokenError(str(e)) from None
         if expires_in_s is not None and expires_in_s <= 0:
             raise TokenError("an expiry must lie in the future")
         with self._editing() as records:

@@ -34,6 +34,7 @@ from typing import Any, Callable, Iterable
 
 from tqdm import tqdm
 
+from finrag.retrieval.documents import PUBLIC_COLLECTION
 from finrag.retrieval.routing.calendars import fiscal_period, nominal_end
 from finrag.retrieval.routing.companies import Company, CompanyTable, default_table
 
@@ -330,7 +331,8 @@ def _sidecar_record(doc_id: str, filing: Filing, fiscal_year: int, quarter: int 
     """A line in finrag's sidecar format (``retrieval.ingest.metadata.load_sidecar``)."""
     record = {"doc_id": doc_id, "company": calendar.name, "ticker": calendar.ticker,
               "doc_type": filing.form, "fiscal_year": fiscal_year, "fiscal_quarter": quarter,
-              "period_end": filing.report_date, "filing_date": filing.filing_date}
+              "period_end": filing.report_date, "filing_date": filing.filing_date,
+              "collections": [PUBLIC_COLLECTION]}  # filed with SEC: public
     if not (known and known.fiscal_year_end):  # teaches ingest's table the year end SEC states
         record["fiscal_year_end"] = calendar.fiscal_year_end
     return {k: v for k, v in record.items() if v is not None}

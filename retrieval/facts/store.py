@@ -141,11 +141,25 @@ class FactStore(FactLookup):
     """The facts of an index. ``add`` replaces what an earlier ingest of the same source
     stored (re-ingest is idempotent); readers never see a half-written file."""
 
-    def __init__(self, db: sqlite3.Connection | None, *, readonly: bool = False):
+    def __init__(self, db: sqlite3.Connection | None, *, readonly: bool = False,
+                 readable: frozenset[str] | None = None, public: bool = True):
+        """``readable``: a caller's readable documents; then only their facts (statement tables,
+        inline XBRL) are read, and SEC companyfacts (EDGAR's, public) only when ``public``.
+        None: every fact. Reads only: the filter is in every query."""
         self.db = db
         if db is not None and not readonly:
             self.db.executescript(_SCHEMA)
         self.available = db is not None and self._has_table()
+        self._scope, self._scope_args = "", []
+        if readable is not None:
+            # the document a source belongs to: 'table:DOC#part', 'ixbrl:DOC' -> DOC
+            doc = ("substr(source, instr(source, ':') + 1, CASE instr(source, '#') WHEN 0 THEN "
+                   "length(source) ELSE instr(source, '#') - instr(source, ':') - 1 END)")
+            docs = sorted(readable)
+            self._scope = (f" AND ((source LIKE 'companyfacts:%' AND ?) OR "
+                           f"(source NOT LIKE 'companyfacts:%' AND {doc} IN "
+                           f"({','.join('?' * len(docs))})))")
+            self._scope_args = [int(public), *docs]
 
     def _has_table(self) -> bool:
         row = self.db.execute(
@@ -215,7 +229,8 @@ class FactStore(FactLookup):
         return [FactCompany(c, k, n, t, fye, bool(w)) for c, k, n, t, fye, w in
                 self.db.execute("SELECT cik, key, name, ticker, fiscal_year_end, week_based "
                                 "FROM fact_companies AS c WHERE EXISTS (SELECT 1 FROM facts "
-                                "WHERE facts.cik = c.cik) ORDER BY name")]
+                                f"WHERE facts.cik = c.cik{self._scope}) ORDER BY name",
+                                self._scope_args)]
 
     def company(self, key_or_cik: str) -> FactCompany | None:
         return next((c for c in self.companies() if key_or_cik in (c.key, c.cik)), None)
@@ -240,7 +255,8 @@ class FactStore(FactLookup):
             args.append(fiscal_quarter)
         if consolidated:
             sql += " AND dimensions=''"
-        sql += " ORDER BY filed, accession"
+        sql += self._scope + " ORDER BY filed, accession"
+        args += self._scope_args
         return [StoredFact(r[0], r[1], r[2], r[3] or None, r[4], r[5], r[6], r[7], r[8] or None,
                            r[9], r[10], r[11], r[12], r[13], r[14])
                 for r in self.db.execute(sql, args)]
@@ -253,21 +269,24 @@ class FactStore(FactLookup):
             return None, None
         row = self.db.execute(
             "SELECT accession, filed FROM facts WHERE cik=? AND form=? AND filing_fy=? AND "
-            "filing_fp=? AND accession!='' ORDER BY filed LIMIT 1",
-            (cik, form, fiscal_year, fiscal_period)).fetchone()
+            f"filing_fp=? AND accession!=''{self._scope} ORDER BY filed LIMIT 1",
+            (cik, form, fiscal_year, fiscal_period, *self._scope_args)).fetchone()
         return (row[0], row[1]) if row else (None, None)
 
     def fiscal_years(self, cik: str) -> list[int]:
         if not self.available:
             return []
         return [y for (y,) in self.db.execute(
-            "SELECT DISTINCT fiscal_year FROM facts WHERE cik=? AND period='FY' "
-            "ORDER BY fiscal_year", (cik,))]
+            f"SELECT DISTINCT fiscal_year FROM facts WHERE cik=? AND period='FY'{self._scope} "
+            "ORDER BY fiscal_year", (cik, *self._scope_args))]
 
     def counts(self) -> dict[str, Any]:
         if not self.available:
             return {"facts": 0, "companies": 0, "files": 0}
-        (facts,), = self.db.execute("SELECT count(*) FROM facts")
-        (files,), = self.db.execute("SELECT count(*) FROM fact_files")
+        (facts,), = self.db.execute(f"SELECT count(*) FROM facts WHERE 1{self._scope}",
+                                    self._scope_args)
+        (files,), = self.db.execute(f"SELECT count(DISTINCT source) FROM facts WHERE 1"
+                                    f"{self._scope}", self._scope_args) if self._scope else \
+            self.db.execute("SELECT count(*) FROM fact_files")
         return {"facts": facts, "companies": len(self.companies()), "files": files}
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from finrag.retrieval.routing.calendars import fiscal_period
 from finrag.retrieval.routing.companies import Company, CompanyTable, default_table
-from finrag.retrieval.documents import DOC_TYPES, DocumentMeta
+from finrag.retrieval.documents import DOC_TYPES, DocumentMeta, check_collections
 
 log = logging.getLogger(__name__)
 
@@ -256,6 +256,7 @@ def _from_finrag_record(record: dict[str, Any], table: CompanyTable) -> Document
         period_end=_iso_date(record.get("period_end"), doc_id),
         filing_date=_iso_date(record.get("filing_date"), doc_id),
         sector=record.get("sector"),
+        collections=check_collections(record["collections"]) if record.get("collections") else [],
     )
     if meta.fiscal_year is None and meta.period_end:
         # The fiscal year holding the period end: a 10-Q's quarter end falls inside a year

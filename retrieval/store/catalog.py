@@ -8,13 +8,14 @@ import json
 import os
 import re
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
 
-from finrag.retrieval.documents import Chunk, DocumentMeta, ParsedDocument
+from finrag.retrieval.documents import (DEFAULT_COLLECTION, Chunk, DocumentMeta, ParsedDocument,
+                                        check_collections)
 from finrag.retrieval.store.query import weighted_fts_query
 
 SCHEMA_VERSION = 1
@@ -72,6 +73,12 @@ CREATE TABLE IF NOT EXISTS companies (
     ticker TEXT,
     aliases TEXT NOT NULL DEFAULT '[]'
 );
+CREATE TABLE IF NOT EXISTS collections (
+    doc INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+    name TEXT NOT NULL,
+    PRIMARY KEY (doc, name)
+);
+CREATE INDEX IF NOT EXISTS collections_name ON collections(name);
 CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(
     text, content='chunks', content_rowid='id', tokenize='porter unicode61'
 );
@@ -117,6 +124,7 @@ class DocumentRecord:
     page_count: int
     char_count: int
     chunk_count: int
+    collections: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         d = dict(self.__dict__)
@@ -186,6 +194,10 @@ class Catalog(CatalogReader):
             self.db = sqlite3.connect(self.path, check_same_thread=False)
             self.db.execute("PRAGMA journal_mode=WAL")
             self.db.executescript(_SCHEMA)
+            with self.db:  # documents of an index made before collections: the default one
+                self.db.execute("INSERT INTO collections(doc, name) SELECT id, ? FROM documents "
+                                "WHERE id NOT IN (SELECT doc FROM collections)",
+                                (DEFAULT_COLLECTION,))
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.execute("PRAGMA busy_timeout=10000")
 
@@ -239,6 +251,8 @@ class Catalog(CatalogReader):
                  len(chunks)),
             )
             pk = cur.lastrowid
+            self.db.executemany("INSERT INTO collections(doc, name) VALUES (?, ?)",
+                                [(pk, c) for c in check_collections(meta.collections)])
             self.db.executemany(
                 "INSERT INTO pages(doc, number, text) VALUES (?,?,?)",
                 [(pk, p.number, p.text) for p in parsed.pages],
@@ -286,27 +300,85 @@ class Catalog(CatalogReader):
 
     def _record(self, row) -> DocumentRecord:
         (pk, doc_id, company, ticker, aliases, doc_type, fy, fq, pe, fd, sector, src, sha,
-         pages, chars, nchunks) = row
+         pages, chars, nchunks, collections) = row
         return DocumentRecord(pk, doc_id, company, ticker, json.loads(aliases), doc_type, fy, fq,
-                              pe, fd, sector, src, sha, pages, chars, nchunks)
+                              pe, fd, sector, src, sha, pages, chars, nchunks,
+                              sorted(collections.split("\x1f")) if collections
+                              else [DEFAULT_COLLECTION])
 
-    _DOC_COLUMNS = ("id, doc_id, company, ticker, aliases, doc_type, fiscal_year, fiscal_quarter, "
-                    "period_end, filing_date, sector, source_path, sha256, page_count, "
-                    "char_count, chunk_count")
+    @property
+    def _doc_columns(self) -> str:
+        # an index made before collections, opened read-only, has no such table: every
+        # document is in the default collection
+        names = ("(SELECT group_concat(name, char(31)) FROM collections WHERE doc = documents.id)"
+                 if self._has_collections else "NULL")
+        return ("id, doc_id, company, ticker, aliases, doc_type, fiscal_year, fiscal_quarter, "
+                "period_end, filing_date, sector, source_path, sha256, page_count, "
+                f"char_count, chunk_count, {names}")
+
+    @property
+    def _has_collections(self) -> bool:
+        if getattr(self, "_collections_table", None) is None:
+            self._collections_table = self.db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'collections'"
+            ).fetchone() is not None
+        return self._collections_table
+
+    # collections ------------------------------------------------------------
+    def collection_counts(self) -> dict[str, int]:
+        """Documents per collection."""
+        if not self._has_collections:
+            n = self.counts()["documents"]
+            return {DEFAULT_COLLECTION: n} if n else {}
+        return dict(self.db.execute(
+            "SELECT name, count(*) FROM collections GROUP BY name ORDER BY name"))
+
+    def readable(self, collections: frozenset[str] | None) -> list[str] | None:
+        """The doc ids a caller who reads ``collections`` may read (None: every collection,
+        so every document)."""
+        if collections is None:
+            return None
+        names = sorted(collections)
+        if not self._has_collections:
+            return ([r.doc_id for r in self.documents()] if DEFAULT_COLLECTION in names
+                    else [])
+        marks = ",".join("?" * len(names))
+        return [r[0] for r in self.db.execute(
+            "SELECT DISTINCT d.doc_id FROM documents d JOIN collections c ON c.doc = d.id "
+            f"WHERE c.name IN ({marks}) ORDER BY d.doc_id", names)] if names else []
+
+    def change_collections(self, doc_id: str, *, add: list[str] = (),
+                           remove: list[str] = ()) -> list[str]:
+        """Add a document to collections and take it out of others, in one transaction; a
+        document stays in at least one. Returns its collections after."""
+        add = check_collections(add) if add else []
+        remove = check_collections(remove) if remove else []
+        with self.db:
+            rec = self.document(doc_id)
+            if rec is None:
+                raise KeyError(f"unknown document {doc_id!r} (see `finrag documents`)")
+            after = sorted((set(rec.collections) | set(add)) - set(remove))
+            if not after:
+                raise ValueError(f"{doc_id} would be in no collection: a document stays in at "
+                                 f"least one (add it to another first)")
+            self.db.execute("DELETE FROM collections WHERE doc = ?", (rec.pk,))
+            self.db.executemany("INSERT INTO collections(doc, name) VALUES (?, ?)",
+                                [(rec.pk, c) for c in after])
+        return after
 
     def documents(self) -> list[DocumentRecord]:
-        rows = self.db.execute(f"SELECT {self._DOC_COLUMNS} FROM documents ORDER BY doc_id")
+        rows = self.db.execute(f"SELECT {self._doc_columns} FROM documents ORDER BY doc_id")
         return [self._record(r) for r in rows]
 
     def document(self, doc_id: str) -> DocumentRecord | None:
         row = self.db.execute(
-            f"SELECT {self._DOC_COLUMNS} FROM documents WHERE doc_id = ?", (doc_id,)
+            f"SELECT {self._doc_columns} FROM documents WHERE doc_id = ?", (doc_id,)
         ).fetchone()
         return self._record(row) if row else None
 
     def document_by_sha(self, sha256: str) -> DocumentRecord | None:
         row = self.db.execute(
-            f"SELECT {self._DOC_COLUMNS} FROM documents WHERE sha256 = ?", (sha256,)
+            f"SELECT {self._doc_columns} FROM documents WHERE sha256 = ?", (sha256,)
         ).fetchone()
         return self._record(row) if row else None
 

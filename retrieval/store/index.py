@@ -75,6 +75,12 @@ class UnknownDocumentError(KeyError):
         return str(self.args[0])
 
 
+def unknown_document(doc_id: str) -> UnknownDocumentError:
+    """The error for a document id that is not in the index; a caller who may not read the
+    document gets this same one (``retrieval.store.access``)."""
+    return UnknownDocumentError(f"unknown document {doc_id!r} (see `finrag documents`)")
+
+
 class SearchIndex(Protocol):
     """A read-only hybrid index: its settings, catalog and search."""
 
@@ -262,7 +268,7 @@ class Index(SearchIndex):
         for doc_id in doc_ids:
             rec = self.catalog.document(doc_id)
             if rec is None:
-                raise UnknownDocumentError(f"unknown document {doc_id!r} (see `finrag documents`)")
+                raise unknown_document(doc_id)
             pks.append(rec.pk)
         return pks
 

@@ -38,6 +38,9 @@ def add_pipeline_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--large-rerank", action=argparse.BooleanOptionalAction, default=None,
                         help="run the cascade's large reranker (default: the profile's "
                              "setting)")
+    parser.add_argument("--collection", action="append", metavar="NAME", default=None,
+                        help="read only the documents of this collection, as a token that "
+                             "names it would; repeatable (default: every document)")
 
 
 def index_dir(args: argparse.Namespace) -> Path:
@@ -58,6 +61,18 @@ def pipeline_kwargs(args: argparse.Namespace) -> dict:
 
 
 def load_pipeline(args: argparse.Namespace):
+    """The pipeline the options describe; with ``--collection``, its view of those collections
+    (an unknown collection name is an error that names it)."""
+    from finrag.retrieval.documents import check_collections
     from finrag.retrieval.systems.pipelines import Pipeline
 
-    return Pipeline.load(index_dir(args), **pipeline_kwargs(args))
+    pipe = Pipeline.load(index_dir(args), **pipeline_kwargs(args))
+    if not getattr(args, "collection", None):
+        return pipe
+    wanted = check_collections(args.collection)
+    unknown = sorted(set(wanted) - set(pipe.index.catalog.collection_counts()))
+    if unknown:
+        pipe.close()
+        raise ValueError(f"unknown collection(s): {', '.join(unknown)} (`finrag collection "
+                         f"list` shows those of the index)")
+    return pipe.scoped(wanted)

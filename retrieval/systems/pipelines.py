@@ -9,6 +9,7 @@ after the context is assembled (retrieval evaluation).
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any, Callable
 
@@ -22,6 +23,8 @@ from finrag.retrieval.facts.answer import FactsAnswerer
 from finrag.retrieval.facts.concepts import default_concepts
 from finrag.retrieval.facts.store import FactStore
 from finrag.retrieval.routing.router import Router, make_content_scorer
+from finrag.retrieval.documents import PUBLIC_COLLECTION
+from finrag.retrieval.store.access import ScopedIndex
 from finrag.retrieval.store.index import Index
 from finrag.retrieval.systems.cascade import Cascade
 from finrag.retrieval.systems.components import (FactsSource, LLMEngine, QueryEmbedder, QuestionRouter,
@@ -94,6 +97,8 @@ class Pipeline:
         self.expansions: dict[str, tuple[str, list[str], LLMCall]] = {}
         self.table_searches: dict[int, Any] = {}  # per index: its tables as records
         self.statement_page_kinds: dict[tuple[int, str], dict[int, str]] = {}  # per filing
+        self.collections: frozenset[str] | None = None  # what this pipeline reads (None: all)
+        self._views: dict[frozenset[str], Pipeline] = {}
 
     # construction ---------------------------------------------------------------------
     @classmethod
@@ -174,6 +179,41 @@ class Pipeline:
                               readonly=True)
             self._facts_answerer = FactsAnswerer(store, default_concepts())
         return self._facts_answerer
+
+    # who reads what -------------------------------------------------------------------
+    def scoped(self, collections: frozenset[str] | list[str] | None) -> "Pipeline":
+        """This pipeline as a caller who may read only ``collections`` sees it (None: all).
+
+        The view shares the models and narrows everything that reads filings: its index and
+        variants are ``ScopedIndex``es (a whole-corpus search is a search of the readable
+        documents, inside FTS5 and FAISS), its router knows only readable filings (a company
+        seen only in others is "not in the corpus"), its facts are those of readable filings
+        (and SEC companyfacts with ``public``), and its caches are its own, so no routing,
+        expansion or page found for one caller is given to another."""
+        if collections is None:
+            return self
+        key = frozenset(collections)
+        view = self._views.get(key)
+        if view is not None:
+            return view
+        if self._router is not None and not isinstance(self._router, Router):
+            raise NotImplementedError("a served pipeline's router cannot be scoped yet")
+        readable = frozenset(self.index.catalog.readable(key))
+        view = copy.copy(self)
+        view.collections = key
+        view.index = ScopedIndex(self.index, readable)
+        view.variants = {name: ScopedIndex(v, v.catalog.readable(key))
+                         for name, v in self.variants.items()}
+        view._router = None  # built on first use over the readable filings
+        db = getattr(getattr(self.index, "catalog", None), "db", None)
+        view._facts_answerer = FactsAnswerer(
+            FactStore(db, readonly=True, readable=readable, public=PUBLIC_COLLECTION in key),
+            default_concepts())
+        view.routes, view.expansions, view.table_searches = {}, {}, {}
+        view.statement_page_kinds, view._views = {}, {}
+        self._views[key] = view
+        bound(self._views)
+        return view
 
     # the entry points -----------------------------------------------------------------
     def answer(self, question: str, system: str = "hdrr", *, generate: bool = True,

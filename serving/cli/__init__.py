@@ -1,11 +1,12 @@
 """The `finrag` command line: one module per command group, each adding its commands with
 ``add_parsers(sub)``.
 
-- ``index``: ``ingest``, ``remove``, ``search``, ``documents``
+- ``index``: ``ingest``, ``remove``, ``search``, ``documents``, ``collection``
 - ``ask``: ``route``, ``ask``, ``eval``, ``batch``
 - ``doctor``: ``doctor``, ``models``
 - ``serve``: ``serve``, ``demo``
 - ``facts``: ``facts``, ``fetch``
+- ``access``: ``token``
 
 Packages above this one add theirs through the ``finrag.commands`` entry point
 (``finrag bench``, from ``benchmarks.cli``), so nothing here imports them.
@@ -19,12 +20,12 @@ import signal
 import sys
 from importlib import metadata
 
-from finrag.serving.cli import ask, doctor, facts, index, serve
+from finrag.serving.cli import access, ask, doctor, facts, index, serve
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from installed packages only
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-GROUPS = (index, doctor, serve, ask, facts)  # in the order `finrag --help` lists them
+GROUPS = (index, doctor, serve, ask, facts, access)  # in the order `finrag --help` lists them
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,5 +1,5 @@
-"""``finrag ingest``, ``remove``, ``search`` and ``documents``: filings into an index, out of it,
-and what it holds."""
+"""``finrag ingest``, ``remove``, ``search``, ``documents`` and ``collection``: filings into an
+index, out of it, what it holds and who may read it."""
 
 from __future__ import annotations
 
@@ -32,7 +32,8 @@ def cmd_ingest(args) -> int:
                         chunk_overlap=args.chunk_overlap, metadata=args.metadata,
                         companies=companies, tables=not args.no_tables,
                         variant=args.variant, contextualizer=contextualizer,
-                        replace=args.replace, accept_repaired=args.accept_repaired)
+                        replace=args.replace, accept_repaired=args.accept_repaired,
+                        collections=args.collection)
     try:
         report = ingestor.run(args.paths, progress=not args.quiet,
                               on_error=lambda m: print(f"error: {m}", file=sys.stderr))
@@ -114,12 +115,42 @@ def cmd_documents(args) -> int:
     if args.json:
         print(json.dumps(docs, indent=2))
         return 0
-    print(f"{'doc_id':44} {'company':24} {'type':8} {'FY':>4} {'Q':>2} {'pages':>5} {'chunks':>6}")
+    print(f"{'doc_id':44} {'company':24} {'type':8} {'FY':>4} {'Q':>2} {'pages':>5} {'chunks':>6}"
+          f"  collections")
     for d in docs:
         print(f"{d['doc_id'][:44]:44} {d['company'][:24]:24} {d['doc_type']:8} "
               f"{d['fiscal_year'] or '':>4} {d['fiscal_quarter'] or '':>2} "
-              f"{d['page_count']:>5} {d['chunk_count']:>6}")
+              f"{d['page_count']:>5} {d['chunk_count']:>6}  {','.join(d['collections'])}")
     return 0
+
+
+def cmd_collection(args) -> int:
+    from finrag.retrieval.store.index import Index
+
+    if args.action == "list":
+        with Index.open(index_dir(args)) as index:
+            counts = index.catalog.collection_counts()
+        if args.json:
+            print(json.dumps(counts, indent=2))
+        for name, n in ([] if args.json else counts.items()):
+            print(f"{name:32} {n:>6} document(s)")
+        return 0
+    if not args.doc_ids:
+        print(f"error: `finrag collection {args.action} NAME DOC_ID...` needs document ids",
+              file=sys.stderr)
+        return 2
+    change = {"add": [args.name]} if args.action == "add" else {"remove": [args.name]}
+    failed = 0
+    with Index.open(index_dir(args), readonly=False) as index:  # the writer's lock
+        for doc_id in args.doc_ids:
+            try:
+                after = index.catalog.change_collections(doc_id, **change)
+            except (KeyError, ValueError) as e:
+                print(f"error: {e.args[0]}", file=sys.stderr)
+                failed += 1
+                continue
+            print(f"{doc_id}: {', '.join(after)}")
+    return 1 if failed else 0
 
 
 def cmd_remove(args) -> int:
@@ -173,6 +204,11 @@ def add_parsers(sub) -> None:
                    help="index damaged PDFs that only open repaired (truncated, broken "
                         "cross-references; part of their text may be missing); refused "
                         "without it")
+    p.add_argument("--collection", action="append", metavar="NAME",
+                   help="the collection(s) the documents belong to, for those whose sidecar "
+                        "entry names none: who may read them (a token names the collections "
+                        "it reads); repeatable (default: 'default'; `finrag fetch`'s sidecar "
+                        "says 'public')")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     add_index_option(p)
@@ -203,3 +239,17 @@ def add_parsers(sub) -> None:
     p.add_argument("--json", action="store_true")
     add_index_option(p)
     p.set_defaults(func=cmd_documents)
+
+    p = sub.add_parser("collection", help="who may read which documents: list collections, "
+                                          "add documents to one or take them out",
+                       description="A document belongs to one or more collections; a token "
+                                   "reads the documents of the collections it names. `add` and "
+                                   "`remove` change one document in one transaction; a document "
+                                   "stays in at least one collection. Exit status 1 if a "
+                                   "document could not be changed.")
+    p.add_argument("action", choices=("list", "add", "remove"))
+    p.add_argument("name", nargs="?", help="the collection (add, remove)")
+    p.add_argument("doc_ids", nargs="*", metavar="DOC_ID", help="documents to change")
+    p.add_argument("--json", action="store_true", help="list: as JSON")
+    add_index_option(p)
+    p.set_defaults(func=cmd_collection)

@@ -1,0 +1,76 @@
+"""``finrag token``: scoped API tokens, stored hashed (``serving/tokens.py``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from pathlib import Path
+
+from finrag.serving.tokens import ALL, TokenError, TokenStore, default_tokens_file
+
+
+def _when(ts: float | None) -> str:
+    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if ts else "-"
+
+
+def cmd_token(args) -> int:
+    store = TokenStore(args.file or default_tokens_file())
+    try:
+        if args.action == "create":
+            if not args.name:
+                raise TokenError("`finrag token create NAME --collection C` needs a name")
+            record, token = store.create(
+                args.name, args.collection or [],
+                expires_in_s=None if args.expires_days is None else args.expires_days * 86400,
+                ingest=args.ingest, admin=args.admin)
+            if args.json:
+                print(json.dumps({**record.public(), "token": token}, indent=2))
+            else:
+                print(f"token {record.name!r} reads {', '.join(record.collections)}"
+                      f"{'; may ingest' if record.ingest else ''}"
+                      f"{'; may administer' if record.admin else ''}"
+                      f"; expires {_when(record.expires)}")
+                print(token)
+                print("the token is shown once and not stored: keep it now", file=sys.stderr)
+        elif args.action == "revoke":
+            if not args.name:
+                raise TokenError("`finrag token revoke NAME` needs a name")
+            record = store.revoke(args.name)
+            print(f"revoked {record.name!r} at {_when(record.revoked)}")
+        else:
+            records = [r.public() for r in store.list()]
+            if args.json:
+                print(json.dumps(records, indent=2))
+                return 0
+            print(f"{'name':24} {'status':8} {'collections':28} {'rights':14} expires")
+            for r in records:
+                rights = ",".join(k for k in ("ingest", "admin") if r[k]) or "read"
+                print(f"{r['name'][:24]:24} {r['status']:8} {','.join(r['collections'])[:28]:28} "
+                      f"{rights:14} {_when(r['expires'])}")
+    except TokenError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def add_parsers(sub) -> None:
+    p = sub.add_parser("token", help="scoped API tokens: create, list, revoke",
+                       description="Tokens for the served API, each with a name, the "
+                                   "collections it may read ('*': all), an optional expiry and "
+                                   "whether it may ingest or administer. The file keeps a salted "
+                                   "scrypt digest of each, never the token, and must be readable "
+                                   "by its owner only (0600).")
+    p.add_argument("action", choices=("create", "list", "revoke"))
+    p.add_argument("name", nargs="?", help="the token's name (create, revoke)")
+    p.add_argument("--collection", action="append", metavar="NAME",
+                   help=f"create: a collection it may read; repeatable; '{ALL}' for all")
+    p.add_argument("--expires-days", type=float, default=None, metavar="N",
+                   help="create: the token stops working N days from now (default: never)")
+    p.add_argument("--ingest", action="store_true", help="create: may ingest and remove")
+    p.add_argument("--admin", action="store_true", help="create: may administer")
+    p.add_argument("--file", type=Path, default=None,
+                   help="the token file (default: $FINRAG_TOKENS_FILE, else "
+                        "~/.config/finrag/tokens.json)")
+    p.add_argument("--json", action="store_true", help="create, list: as JSON")
+    p.set_defaults(func=cmd_token)

@@ -1,0 +1,172 @@
+"""Who may read what, at the index: collections in the catalog, the scoped index, scoped facts,
+and a pipeline's view of some collections asked about what lies outside them.
+
+Two collections hold look-alike filings of different companies (the demo corpus): `alpha`
+Brightquarry and Harlow & Finch, `beta` Lumenfield and Quillon."""
+
+import json
+import sqlite3
+
+import pytest
+
+from finrag.retrieval.documents import DEFAULT_COLLECTION, check_collections
+from finrag.retrieval.facts.model import Fact
+from finrag.retrieval.facts.store import FactStore
+from finrag.retrieval.indexer import Ingestor
+from finrag.retrieval.routing.companies import Company
+from finrag.retrieval.store.access import ScopedIndex
+from finrag.retrieval.store.index import Index, UnknownDocumentError
+
+ALPHA = ["BRIGHTQUARRY_2024_10K", "HARLOWFINCH_2024_10K"]
+BETA = ["LUMENFIELD_2024_10K", "QUILLON_2024_10K"]
+
+
+@pytest.fixture(scope="module")
+def two_collections(tmp_path_factory, demo_corpus, embedder):
+    folder = tmp_path_factory.mktemp("access-index")
+    for collection, docs in (("alpha", ALPHA), ("beta", BETA)):
+        ingestor = Ingestor(folder, embedder, metadata=demo_corpus.metadata_path,
+                            collections=[collection])
+        report = ingestor.run([demo_corpus.out_dir / f"{d}.pdf" for d in docs], progress=False)
+        ingestor.close()
+        assert report.ok and len(report.added) == 2, report.failed
+    return folder
+
+
+def test_collections_are_set_at_ingest_and_changed_later(two_collections, tmp_path):
+    with Index.open(two_collections) as index:
+        have = {d.doc_id: d.collections for d in index.documents()}
+        assert have == {**{d: ["alpha"] for d in ALPHA}, **{d: ["beta"] for d in BETA}}
+        assert index.catalog.collection_counts() == {"alpha": 2, "beta": 2}
+        assert index.catalog.readable(frozenset({"alpha"})) == ALPHA
+        assert index.catalog.readable(frozenset({"alpha", "beta"})) == sorted(ALPHA + BETA)
+        assert index.catalog.readable(frozenset({"nobody"})) == []
+        assert index.catalog.readable(None) is None
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for f in two_collections.iterdir():
+        (copy / f.name).write_bytes(f.read_bytes())
+    with Index.open(copy, readonly=False) as index:
+        assert index.catalog.change_collections(BETA[0], add=["shared"]) == ["beta", "shared"]
+        assert index.catalog.change_collections(BETA[0], remove=["beta"]) == ["shared"]
+        with pytest.raises(ValueError, match="in no collection"):
+            index.catalog.change_collections(BETA[0], remove=["shared"])
+        with pytest.raises(KeyError, match="unknown document 'NOPE'"):
+            index.catalog.change_collections("NOPE", add=["x"])
+        with pytest.raises(ValueError, match="collection name"):
+            index.catalog.change_collections(BETA[0], add=["Bad Name"])
+        assert index.catalog.readable(frozenset({"beta"})) == [BETA[1]]
+    # an index made before collections: its documents are in the default collection, read-only
+    # (no table) and once opened for writing (the table filled)
+    db = sqlite3.connect(copy / "catalog.sqlite")
+    db.execute("DROP TABLE collections")
+    db.commit()
+    db.close()
+    with Index.open(copy) as index:
+        assert {tuple(d.collections) for d in index.documents()} == {(DEFAULT_COLLECTION,)}
+        assert index.catalog.readable(frozenset({"beta"})) == []
+        assert len(index.catalog.readable(frozenset({DEFAULT_COLLECTION}))) == 4
+    with Index.open(copy, readonly=False) as index:
+        assert index.catalog.collection_counts() == {DEFAULT_COLLECTION: 4}
+
+
+def test_collection_names_are_checked():
+    assert check_collections([]) == [DEFAULT_COLLECTION]
+    assert check_collections(["b", "a", "b"]) == ["a", "b"]
+    for bad in (["Drafts"], [""], ["../x"], ["a" * 65], [3]):
+        with pytest.raises(ValueError, match="collection name"):
+            check_collections(bad)
+
+
+def test_a_scoped_index_reads_nothing_outside_its_documents(two_collections, embedder):
+    with Index.open(two_collections) as index:
+        scoped = ScopedIndex(index, ALPHA)
+        vector = embedder.encode(["Lumenfield total revenue"])[0]
+        hits = scoped.search("Lumenfield total revenue", vector, k=20)
+        assert hits and {h.doc_id for h in hits} <= set(ALPHA)
+        assert {h.doc_id for h in index.search("Lumenfield total revenue", vector, k=20)} \
+            & set(BETA)  # unscoped, the same search does reach beta: the scope did the work
+        # a forbidden document fails exactly as one that does not exist
+        with pytest.raises(UnknownDocumentError) as forbidden:
+            scoped.search("revenue", vector, doc_ids=[BETA[0]])
+        with pytest.raises(UnknownDocumentError) as missing:
+            index.search("revenue", vector, doc_ids=["NO_SUCH_2024_10K"])
+        assert str(forbidden.value).replace(BETA[0], "X") == \
+            str(missing.value).replace("NO_SUCH_2024_10K", "X")
+        assert scoped.catalog.document(BETA[0]) is None
+        assert scoped.catalog.pages(BETA[0]) == [] and scoped.catalog.tables(BETA[0]) == []
+        assert scoped.catalog.page_chunks(BETA[0], [1, 2]) == []
+        assert scoped.catalog.pages(ALPHA[0]) == index.catalog.pages(ALPHA[0])
+        assert [d.doc_id for d in scoped.documents()] == ALPHA
+        with pytest.raises(PermissionError):
+            scoped.catalog.vectors(None)
+        assert ScopedIndex(index, []).search("revenue", vector) == []  # never widened
+
+
+def test_scoped_facts_read_only_readable_filings(tmp_path):
+    db = sqlite3.connect(tmp_path / "facts.sqlite")
+    store = FactStore(db)
+    acme = Company(key="acme", name="Acme", fiscal_year_end="12-31", cik="0000000001")
+
+    def fact(value, source):
+        return Fact(cik=acme.cik, concept="us-gaap:Revenues", unit="USD", start="2024-01-01",
+                    end="2024-12-31", value=value, form="10-K", accession=f"acc-{value}",
+                    source=source)
+
+    store.add("companyfacts:0000000001", "s1", acme, [fact(1.0, "companyfacts")])
+    store.add("table:ACME_2024_10K", "s2", acme, [fact(2.0, "table:ACME_2024_10K#p7")])
+    store.add("ixbrl:ACME_2024_DRAFT", "s3", acme, [fact(3.0, "ixbrl:ACME_2024_DRAFT")])
+
+    def values(**scope):
+        s = FactStore(db, readonly=True, **scope)
+        return sorted(f.value for f in s.lookup(acme.cik, ["us-gaap:Revenues"], periods=("FY",)))
+
+    assert values() == [1.0, 2.0, 3.0]
+    assert values(readable=frozenset({"ACME_2024_10K"}), public=True) == [1.0, 2.0]
+    assert values(readable=frozenset({"ACME_2024_10K"}), public=False) == [2.0]
+    assert values(readable=frozenset({"ACME_2024_DRAFT"}), public=False) == [3.0]
+    nothing = FactStore(db, readonly=True, readable=frozenset(), public=False)
+    assert nothing.companies() == [] and nothing.fiscal_years(acme.cik) == []
+    assert nothing.counts()["facts"] == 0
+
+
+@pytest.mark.integration
+def test_a_pipeline_view_never_shows_another_collection(two_collections):
+    """Probes from `alpha` about `beta`'s companies (by name, ticker and description) through
+    every system that reads the index; nothing of `beta` may appear anywhere in an answer.
+    (Asking for a beta document by its id is the scoped index's test above.)"""
+    from finrag.retrieval.systems.pipelines import Pipeline
+
+    root = Pipeline.load(two_collections, profile="tiny", use_llm_router=False)
+    pipe = root.scoped(["alpha"])
+    assert root.scoped(["alpha"]) is pipe and root.scoped(None) is root
+    with Index.open(two_collections) as index:
+        beta_texts = [text for d in BETA for _, text in index.catalog.pages(d)]
+        alpha_text = "\n".join(text for d in ALPHA for _, text in index.catalog.pages(d))
+    # beta's doc ids and every line of its pages that alpha's pages do not hold (company names
+    # are left out: a question names the company, and an LLM may complete "Lumenfield
+    # Software" to "Lumenfield Software, Inc." from the question alone)
+    lines = {ln.strip() for t in beta_texts for ln in t.splitlines()}
+    secrets = BETA + sorted(ln for ln in lines if len(ln) >= 40 and ln not in alpha_text)
+    assert len(secrets) > 50
+    probes = ["What was Lumenfield Software's total revenue in 2024?",
+              "What was LMFD's net income in fiscal 2024?",
+              "What did the cloud software company in beta report as revenue in 2024?",
+              "Which risks did the maker of flow-control equipment describe for 2024?"]
+    tried = 0
+    for question in probes:
+        for system in ("hdrr", "cbr", "sfr", "agentic"):
+            answer = pipe.answer(question, system, generate=False).to_dict()
+            tried += 1
+            text = json.dumps(answer)
+            assert not [s for s in secrets if s in text], (question, system)
+            context = (answer.get("retrieved") or {}).get("context") or []
+            assert {c["doc_id"] for c in context} <= set(ALPHA), (question, system)
+            # no passage of beta's pages either (a chunk's text, whatever it names)
+            assert not any(c.get("text") and any(c["text"][:200] in t for t in beta_texts)
+                           for c in context)
+    assert tried == 16
+    # the same question over everything does reach beta: the view is what kept it out
+    full = root.answer(probes[0], "hdrr", generate=False).to_dict()
+    assert BETA[0] in json.dumps(full)
+    root.close()
