@@ -32,6 +32,7 @@ from finrag.retrieval.systems.run import QuestionError, check_question
 from finrag.serving.config import AppConfig, is_loopback
 from finrag.serving.metrics import Metrics
 from finrag.serving.remote import Budget, CallCancelled, DeadlineExceeded
+from finrag.serving.tokens import Grant, TokenError, TokenStore, check_file_mode
 
 log = logging.getLogger("finrag.serve")
 
@@ -87,6 +88,13 @@ def check_auth(cfg: AppConfig, host: str | None) -> None:
     """Refuse a service others can reach without a bearer token (``auth.required``; by
     default whenever ``host`` is not loopback)."""
     required = cfg.auth.required if cfg.auth.required is not None else not is_loopback(host)
+    tokens = cfg.auth.tokens_path()
+    if tokens is not None:
+        try:
+            check_file_mode(tokens)  # a file others may read is refused, naming it
+        except TokenError as e:
+            raise ValueError(f"refusing to start: {e}") from None
+        return
     if required and cfg.auth.token() is None:
         where = (f"listening on {host}, " if host and not is_loopback(host) else "")
         raise ValueError(
@@ -94,6 +102,10 @@ def check_auth(cfg: AppConfig, host: str | None) -> None:
             f"Put one (12+ characters) in ${cfg.auth.bearer_token_env or 'FINRAG_API_TOKEN'}, "
             f"or in a file named by $FINRAG_API_TOKEN_FILE (auth.bearer_token_file), or listen "
             f"on 127.0.0.1 only")
+
+
+# the single bearer token of `auth.bearer_token*`: every collection, as before scoped tokens
+ALL_COLLECTIONS = Grant("api-token", None, ingest=True, admin=True)
 
 
 class Gate:
@@ -109,6 +121,8 @@ class Gate:
         self.recent: deque[float] = deque(maxlen=32)  # seconds of recent answers
         self.running: dict[asyncio.Future, tuple[float, Budget]] = {}  # start, budget
         self._token, self._token_read = cfg.auth.token(), time.monotonic()
+        path = cfg.auth.tokens_path()
+        self.tokens = TokenStore(path) if path is not None else None
 
     # who may ask ----------------------------------------------------------------------
     def _bearer(self) -> str | None:
@@ -121,18 +135,33 @@ class Gate:
             self._token_read = time.monotonic()
         return self._token
 
-    def authorize(self, request: Request) -> None:
+    def authorize(self, request: Request) -> Grant | None:
+        """The caller's grant: what it may read. None when no token is configured (a service
+        on loopback only): then everything, as before tokens. The single bearer token reads
+        every collection; a scoped token (`finrag token`) the collections it names. An
+        unknown, wrong, revoked or expired token gets the same 401."""
         token = self._bearer()
-        if token is None:
-            return
+        if token is None and self.tokens is None:
+            return None
         given = request.headers.get("authorization", "")
         scheme, _, value = given.partition(" ")
-        # as bytes: compare_digest raises on a str with non-ASCII characters
-        if scheme.lower() != "bearer" or not hmac.compare_digest(
-                value.strip().encode("utf-8", "surrogateescape"), token.encode()):
-            raise ApiError(401, "unauthorized", "a valid bearer token is required "
-                                                "(Authorization: Bearer <token>)",
-                           {"WWW-Authenticate": "Bearer"})
+        value = value.strip()
+        if scheme.lower() == "bearer" and value:
+            # as bytes: compare_digest raises on a str with non-ASCII characters
+            if token is not None and hmac.compare_digest(
+                    value.encode("utf-8", "surrogateescape"), token.encode()):
+                return ALL_COLLECTIONS
+            if self.tokens is not None and value.isascii():
+                try:
+                    grant = self.tokens.verify(value)
+                except TokenError as exc:  # the file turned unreadable or open: nobody gets in
+                    log.error("scoped tokens refused: %s", exc)
+                    grant = None
+                if grant is not None:
+                    return grant
+        raise ApiError(401, "unauthorized", "a valid bearer token is required "
+                                            "(Authorization: Bearer <token>)",
+                       {"WWW-Authenticate": "Bearer"})
 
     async def check_request(self, request: Request) -> None:
         """The checks every request passes before a handler runs, cheapest first: the bearer

@@ -43,6 +43,7 @@ from finrag.retrieval.systems.pipelines import Pipeline
 from finrag.retrieval.systems.recipes import SYSTEMS, VARIANT_OF
 from finrag.serving import openai_api
 from finrag.serving.admission import ApiError, Gate, check_auth, first_line, incident, public
+from finrag.serving.tokens import Grant
 from finrag.serving.config import AppConfig
 from finrag.serving.deployments import Embedder, Generator, Reranker, Retriever, Router, _profile
 from finrag.serving.metrics import Metrics
@@ -215,27 +216,31 @@ class Ingress:
         except Exception as exc:
             self._build_problem = f"connecting to the deployments failed: {incident(exc)}"
 
-    def _admit(self, req: AnswerRequest, on_text=None) -> asyncio.Future:
-        """Start one answer through the Gate (503 when the limit is reached)."""
-        return self.gate.admit(lambda: public(self.pipeline().answer(
+    def _admit(self, req: AnswerRequest, grant: Grant | None, on_text=None) -> asyncio.Future:
+        """Start one answer through the Gate (503 when the limit is reached), on the view of
+        the pipeline the caller's grant may read."""
+        return self.gate.admit(lambda: public(self._view(grant).answer(
             req.question, req.system, generate=req.generate, on_text=on_text)))
+
+    def _view(self, grant: Grant | None):
+        return self.pipeline().scoped(None if grant is None else grant.collections)
 
     @api.post("/v1/answer", summary="Answer a question",
               response_description="The Answer record (or an event stream when stream=true)")
     async def answer(self, req: AnswerRequest, request: Request):
-        self.gate.authorize(request)
+        grant = self.gate.authorize(request)
         self.gate.check_question(req.question)
         if req.stream:
-            return self._stream(req)
-        answer = await self.gate.result(self._admit(req))
+            return self._stream(req, grant)
+        answer = await self.gate.result(self._admit(req, grant))
         return JSONResponse(answer.to_dict())
 
-    async def _pieces(self, req: AnswerRequest):
+    async def _pieces(self, req: AnswerRequest, grant: Grant | None):
         """An admitted answer as it is written: ("text", piece)…, then ("answer", Answer) or
         ("error", ApiError), the latter also when the deadline passes."""
         loop = asyncio.get_running_loop()
         pieces: asyncio.Queue = asyncio.Queue()
-        future = self._admit(req, on_text=lambda t: loop.call_soon_threadsafe(
+        future = self._admit(req, grant, on_text=lambda t: loop.call_soon_threadsafe(
             pieces.put_nowait, t))
         future.add_done_callback(lambda _: pieces.put_nowait(None))
         deadline = loop.time() + self.cfg.limits.deadline_s
@@ -258,12 +263,12 @@ class Ingress:
         finally:  # the deadline passed or the client closed the stream
             self.gate.give_up(future)
 
-    def _stream(self, req: AnswerRequest) -> StreamingResponse:
+    def _stream(self, req: AnswerRequest, grant: Grant | None) -> StreamingResponse:
         def event(kind: str, data: Any) -> str:
             return f"event: {kind}\ndata: {json.dumps(data)}\n\n"
 
         async def events():
-            async for kind, item in self._pieces(req):
+            async for kind, item in self._pieces(req, grant):
                 if kind == "text":
                     yield event("text", {"text": item})
                 elif kind == "answer":
@@ -278,7 +283,7 @@ class Ingress:
               response_description="A chat.completion (or chunks when stream=true); the Answer "
                                    "record is in the extension field `finrag`")
     async def chat_completions(self, chat: openai_api.ChatRequest, request: Request):
-        self.gate.authorize(request)
+        grant = self.gate.authorize(request)
         system = openai_api.system_of(chat.model)
         if system is None:
             raise ApiError(404, "not_found", f"model {chat.model!r} does not exist; choose from "
@@ -287,10 +292,10 @@ class Ingress:
         self.gate.check_question(req.question)
         completion = openai_api.Completion(chat.model)
         if not chat.stream:
-            answer = await self.gate.result(self._admit(req))
+            answer = await self.gate.result(self._admit(req, grant))
             return JSONResponse(completion.whole(answer))
         with_usage = bool(chat.stream_options and chat.stream_options.include_usage)
-        pieces = self._pieces(req)
+        pieces = self._pieces(req, grant)
 
         def data(body: dict) -> str:
             return f"data: {json.dumps(body)}\n\n"
@@ -332,7 +337,11 @@ class Ingress:
 
     @api.get(_PAGE, summary="A page of a filing with the cited passage highlighted")
     async def page(self, doc_id: str, page: int, request: Request, chunk: int | None = None):
-        self.gate.authorize(request)
+        grant = self.gate.authorize(request)
+        if grant is not None and grant.collections is not None:
+            readable = await asyncio.to_thread(lambda: self._view(grant).index.readable)
+            if doc_id not in readable:  # the reply of a filing that is not in the index
+                raise ApiError(404, "not_found", f"no filing {doc_id!r} in the index")
         try:
             view = await asyncio.wait_for(
                 self.handles["retriever"].page_view.remote(doc_id, page, chunk),
@@ -350,7 +359,7 @@ class Ingress:
     @api.get("/v1/documents", summary="The filings in the index, a page at a time")
     async def documents(self, request: Request, offset: int = Query(0, ge=0, le=10**9),
                         limit: int = Query(50, ge=1, le=10**9)):
-        self.gate.authorize(request)
+        grant = self.gate.authorize(request)
         limit = min(limit, self.cfg.limits.max_page_size)
         try:
             docs = await asyncio.wait_for(self.handles["retriever"].documents.remote(),
@@ -358,6 +367,8 @@ class Ingress:
         except Exception as exc:
             raise self.gate.failure(exc if not isinstance(exc, asyncio.TimeoutError)
                                 else DeadlineExceeded()) from None
+        if grant is not None and grant.collections is not None:  # only what it may read
+            docs = [d for d in docs if grant.collections.intersection(d.get("collections") or [])]
         page = [{k: v for k, v in d.items() if k in _PUBLIC_DOCUMENT_FIELDS}
                 for d in docs[offset:offset + limit]]
         more = offset + limit < len(docs)
@@ -370,6 +381,8 @@ class Ingress:
         if problem:
             return _error(request, 503, "unavailable", f"not ready: {problem}",
                           {"Retry-After": "5"})
+        # with scoped tokens, how many documents the index holds is not for everyone
+        docs = docs if self.gate.tokens is None else None
         return {"status": "ok", "profile": self._pipeline.profile.name, "documents": docs,
                 "answers_in_flight": self.gate.in_flight,
                 "max_in_flight": self.cfg.limits.max_in_flight,

@@ -68,7 +68,14 @@ class Auth(_Strict):
     bearer_token: str | None = None
     bearer_token_env: str | None = "FINRAG_API_TOKEN"
     bearer_token_file: str | None = None  # default: the file named by $FINRAG_API_TOKEN_FILE
+    # scoped tokens (`finrag token`): default the file named by $FINRAG_TOKENS_FILE; the bearer
+    # token above, if any, stays a token that reads every collection
+    tokens_file: str | None = None
     required: bool | None = None
+
+    def tokens_path(self) -> Path | None:
+        path = self.tokens_file or os.environ.get("FINRAG_TOKENS_FILE")
+        return Path(path).expanduser() if path else None
 
     def token(self) -> str | None:
         if self.bearer_token:

@@ -140,6 +140,10 @@ class Retriever:
     def vectors(self, ids: list[int] | None, dim: int | None = None, variant: str | None = None):
         return self._index(variant).catalog.vectors(ids, dim)
 
+    def readable(self, collections: list[str] | None, variant: str | None = None):
+        return self._index(variant).catalog.readable(
+            None if collections is None else frozenset(collections))
+
     def documents(self, variant: str | None = None) -> list[dict[str, Any]]:
         return [d.to_dict() for d in self._index(variant).documents()]
 
@@ -165,8 +169,9 @@ class Retriever:
         return {"status": 200, "png": view.png, "page": view.page,
                 "page_count": view.page_count, "highlighted": view.highlighted}
 
-    # the XBRL facts of the plain index (retrieval.facts), for the facts routes
-    def _facts(self):
+    # the XBRL facts of the plain index (retrieval.facts), for the facts routes; ``scope``
+    # ({"readable": doc ids, "public": bool}): a caller's, None for every fact
+    def _facts(self, scope: dict | None = None):
         if getattr(self, "_answerer", None) is None:
             from finrag.retrieval.facts.answer import FactsAnswerer
             from finrag.retrieval.facts.concepts import default_concepts
@@ -174,16 +179,24 @@ class Retriever:
 
             self._answerer = FactsAnswerer(FactStore(self.indexes[None].catalog.db,
                                                      readonly=True), default_concepts())
-        return self._answerer
+            self._scoped_answerers: dict = {}
+        if scope is None:
+            return self._answerer
+        key = (frozenset(scope["readable"]), bool(scope["public"]))
+        if key not in self._scoped_answerers:
+            while len(self._scoped_answerers) >= 64:
+                self._scoped_answerers.pop(next(iter(self._scoped_answerers)))
+            self._scoped_answerers[key] = self._answerer.scoped(*key)
+        return self._scoped_answerers[key]
 
-    def facts_available(self) -> bool:
-        return self._facts().store.available
+    def facts_available(self, scope: dict | None = None) -> bool:
+        return self._facts(scope).store.available
 
-    def facts_company(self, key: str):
-        return self._facts().store.company(key)
+    def facts_company(self, key: str, scope: dict | None = None):
+        return self._facts(scope).store.company(key)
 
-    def facts_answer(self, query, companies):
-        return self._facts().answer(query, companies)
+    def facts_answer(self, query, companies, scope: dict | None = None):
+        return self._facts(scope).answer(query, companies)
 
 
 @serve.deployment
@@ -357,8 +370,10 @@ class Router:
                                content_scorer=make_content_scorer(self.index,
                                                                   RemoteEmbedder(embedder)))
 
-    def route(self, question: str, expand: bool = False):
-        return self.router.route(question, expand)
+    def route(self, question: str, expand: bool = False, readable: list[str] | None = None):
+        """``readable``: the caller's readable doc ids (None: all)."""
+        router = self.router.scoped(None if readable is None else frozenset(readable))
+        return router.route(question, expand)
 
     def extract(self, question: str, expand: bool = False):
         return self.router.extract(question, expand)

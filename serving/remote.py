@@ -166,6 +166,10 @@ class RemoteCatalog(CatalogReader):
     def table_rows(self, doc_id: str) -> list:
         return wait(self.handle.table_rows.remote(doc_id, self.variant))
 
+    def readable(self, collections):
+        return wait(self.handle.readable.remote(None if collections is None
+                                                else sorted(collections), self.variant))
+
     def vectors(self, ids=None, dim: int | None = None):
         ids = None if ids is None else [int(i) for i in ids]
         return wait(self.handle.vectors.remote(ids, dim, self.variant))
@@ -254,34 +258,42 @@ class RemoteFacts(FactsSource):
 
         available: bool
 
-        def __init__(self, handle):
-            self.handle = handle
-            self.available = wait(handle.facts_available.remote())
+        def __init__(self, handle, scope: dict | None = None):
+            self.handle, self.scope = handle, scope
+            self.available = wait(handle.facts_available.remote(scope))
 
         def company(self, key: str):
-            return wait(self.handle.facts_company.remote(key))
+            return wait(self.handle.facts_company.remote(key, self.scope))
 
-    def __init__(self, handle):
+    def __init__(self, handle, scope: dict | None = None):
         from finrag.retrieval.facts.concepts import default_concepts
 
         self.handle = handle
+        self.scope = scope  # {"readable": [...], "public": bool}; None: every fact
         self.concepts = default_concepts()
-        self.store = self._Store(handle)
+        self.store = self._Store(handle, scope)
 
     def answer(self, query, companies):
-        return wait(self.handle.facts_answer.remote(query, companies))
+        return wait(self.handle.facts_answer.remote(query, companies, self.scope))
+
+    def scoped(self, readable, public: bool) -> "RemoteFacts":
+        return RemoteFacts(self.handle, {"readable": sorted(readable), "public": bool(public)})
 
 
 class RemoteRouter(QuestionRouter):
     """``QuestionRouter`` over the Router deployment; the routing's latency is the wall time
     seen from here."""
 
-    def __init__(self, handle):
-        self.handle = handle
+    def __init__(self, handle, readable: frozenset[str] | None = None):
+        self.handle, self.readable = handle, readable
+
+    def scoped(self, readable) -> "RemoteRouter":
+        return self if readable is None else RemoteRouter(self.handle, frozenset(readable))
 
     def route(self, question: str, expand: bool = False):
         t0 = time.perf_counter()
-        routing = wait(self.handle.route.remote(question, expand))
+        routing = wait(self.handle.route.remote(
+            question, expand, None if self.readable is None else sorted(self.readable)))
         routing.latency_ms = (time.perf_counter() - t0) * 1000
         return routing
 

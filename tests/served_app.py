@@ -37,7 +37,7 @@ def ray_pids(raydir: str) -> list[int]:
 
 @contextlib.contextmanager
 def serve_app(work: Path, index: Path, *, token: str, limits: dict | None = None,
-              profile: str = "tiny", pipeline: dict | None = None):
+              profile: str = "tiny", pipeline: dict | None = None, auth: dict | None = None):
     """Yields {url, proc, raydir, log} once /healthz answers 200. ``pipeline``: settings that
     replace the profile's own (a profiles file of the app's, written beside its config)."""
     port = free_port()
@@ -52,7 +52,7 @@ def serve_app(work: Path, index: Path, *, token: str, limits: dict | None = None
         (work / "profiles.yaml").write_text(yaml.safe_dump(profiles))
         args["profiles_file"] = str(work / "profiles.yaml")
     args["limits"].update(limits or {})
-    args["auth"] = {"bearer_token": token}
+    args["auth"] = {"bearer_token": token, **(auth or {})}
     (work / "serve.yaml").write_text(yaml.safe_dump(config))
     raydir = tempfile.mkdtemp(prefix="frt", dir="/tmp")  # short: Ray's socket paths are long
     env = dict(os.environ, RAY_TMPDIR=raydir, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")

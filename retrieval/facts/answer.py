@@ -101,11 +101,20 @@ class FactsSource(Protocol):
     def answer(self, query: Any, companies: list[Any]) -> Any:
         ...
 
+    def scoped(self, readable: frozenset[str], public: bool) -> "FactsSource":
+        """The facts a caller who may read only ``readable`` doc ids may read (SEC
+        companyfacts only with ``public``)."""
+        ...
+
 
 class FactsAnswerer(FactsSource):
     def __init__(self, store: FactStore, concepts: ConceptTable):
         self.store = store
         self.concepts = concepts
+
+    def scoped(self, readable: frozenset[str], public: bool) -> "FactsAnswerer":
+        return FactsAnswerer(FactStore(self.store.db, readonly=True, readable=readable,
+                                       public=public), self.concepts)
 
     # one value --------------------------------------------------------------------------
     def value(self, company: FactCompany, metric: Metric, year: int, quarter: int | None,

@@ -475,6 +475,10 @@ class QuestionRouter(Protocol):
         """The query expansion (passage, keywords), and its ``LLMCall``."""
         ...
 
+    def scoped(self, readable: frozenset[str] | None) -> "QuestionRouter":
+        """This router as a caller who may read only ``readable`` doc ids sees the corpus."""
+        ...
+
 
 class Router(QuestionRouter):
     """Deterministic pass first; one router-LLM call only when that pass finds no company or
@@ -491,6 +495,28 @@ class Router(QuestionRouter):
         self.resolver = Resolver(documents, companies, content_scorer)
         self._llm = llm
         self.stats: Counter[str] = Counter()  # routes, fast_path, llm_calls, llm_errors, …
+        self._init = (list(documents), companies, content_scorer)
+        self._scoped: dict[frozenset[str], Router] = {}
+
+    def scoped(self, readable: frozenset[str] | None) -> "Router":
+        """This router as a caller who may read only ``readable`` doc ids sees the corpus: it
+        knows no other filing, so a company seen only in others is "not in the corpus". It
+        shares the LLM and the counters."""
+        if readable is None:
+            return self
+        readable = frozenset(readable)
+        view = self._scoped.get(readable)
+        if view is None:
+            documents, companies, scorer = self._init
+            # the LLM through this router's, so that it loads once
+            llm = None if self._llm is None else (lambda: self.llm)
+            view = Router([d for d in documents if d.doc_id in readable], companies, llm=llm,
+                          content_scorer=scorer)
+            view.stats = self.stats
+            while len(self._scoped) >= 64:
+                self._scoped.pop(next(iter(self._scoped)))
+            self._scoped[readable] = view
+        return view
 
     @property
     def llm(self) -> Any:

@@ -21,25 +21,29 @@ class ScopedCatalog(CatalogReader):
     """A catalog's read side narrowed to ``readable`` doc ids."""
 
     def __init__(self, catalog: CatalogReader, readable: frozenset[str]):
-        self._catalog, self.readable = catalog, frozenset(readable)
+        self._catalog, self.doc_ids = catalog, frozenset(readable)
 
     def document(self, doc_id: str) -> Any:
-        return self._catalog.document(doc_id) if doc_id in self.readable else None
+        return self._catalog.document(doc_id) if doc_id in self.doc_ids else None
 
     def documents(self) -> list[Any]:
-        return [d for d in self._catalog.documents() if d.doc_id in self.readable]
+        return [d for d in self._catalog.documents() if d.doc_id in self.doc_ids]
 
     def pages(self, doc_id: str) -> list[tuple[int, str]]:
-        return self._catalog.pages(doc_id) if doc_id in self.readable else []
+        return self._catalog.pages(doc_id) if doc_id in self.doc_ids else []
 
     def page_chunks(self, doc_id: str, pages: list[int]) -> list[Any]:
-        return self._catalog.page_chunks(doc_id, pages) if doc_id in self.readable else []
+        return self._catalog.page_chunks(doc_id, pages) if doc_id in self.doc_ids else []
 
     def tables(self, doc_id: str, page: int | None = None) -> list[dict[str, Any]]:
-        return self._catalog.tables(doc_id, page) if doc_id in self.readable else []
+        return self._catalog.tables(doc_id, page) if doc_id in self.doc_ids else []
 
     def table_rows(self, doc_id: str) -> list[tuple[int, int, list[str], list[dict]]]:
-        return self._catalog.table_rows(doc_id) if doc_id in self.readable else []
+        return self._catalog.table_rows(doc_id) if doc_id in self.doc_ids else []
+
+    def readable(self, collections: frozenset[str] | None) -> list[str]:
+        within = self._catalog.readable(collections)
+        return sorted(self.doc_ids if within is None else self.doc_ids.intersection(within))
 
     def vectors(self, ids: Any = None, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         # chunk ids come from a scoped search; all of them at once would be the whole corpus

@@ -169,6 +169,10 @@ class CatalogReader(Protocol):
         """(ids, stored embeddings) of the given chunk ids."""
         ...
 
+    def readable(self, collections: frozenset[str] | None) -> list[str] | None:
+        """The doc ids of the documents in any of ``collections`` (None: all, so None)."""
+        ...
+
 
 class Catalog(CatalogReader):
     def __init__(self, path: Path, *, readonly: bool = False):

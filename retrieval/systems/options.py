@@ -57,22 +57,11 @@ def pipeline_kwargs(args: argparse.Namespace) -> dict:
     variants = {"meta": args.meta_index or variant_dir(index, "meta"),
                 "llmctx": args.llmctx_index or variant_dir(index, "llmctx")}
     return dict(profile=args.profile, config=args.config, variant_dirs=variants,
-                large_rerank=args.large_rerank)
+                large_rerank=args.large_rerank, collections=getattr(args, "collection", None))
 
 
 def load_pipeline(args: argparse.Namespace):
-    """The pipeline the options describe; with ``--collection``, its view of those collections
-    (an unknown collection name is an error that names it)."""
-    from finrag.retrieval.documents import check_collections
+    """The pipeline the options describe; with ``--collection``, its view of those collections."""
     from finrag.retrieval.systems.pipelines import Pipeline
 
-    pipe = Pipeline.load(index_dir(args), **pipeline_kwargs(args))
-    if not getattr(args, "collection", None):
-        return pipe
-    wanted = check_collections(args.collection)
-    unknown = sorted(set(wanted) - set(pipe.index.catalog.collection_counts()))
-    if unknown:
-        pipe.close()
-        raise ValueError(f"unknown collection(s): {', '.join(unknown)} (`finrag collection "
-                         f"list` shows those of the index)")
-    return pipe.scoped(wanted)
+    return Pipeline.load(index_dir(args), **pipeline_kwargs(args))

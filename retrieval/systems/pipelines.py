@@ -23,7 +23,7 @@ from finrag.retrieval.facts.answer import FactsAnswerer
 from finrag.retrieval.facts.concepts import default_concepts
 from finrag.retrieval.facts.store import FactStore
 from finrag.retrieval.routing.router import Router, make_content_scorer
-from finrag.retrieval.documents import PUBLIC_COLLECTION
+from finrag.retrieval.documents import PUBLIC_COLLECTION, check_collections
 from finrag.retrieval.store.access import ScopedIndex
 from finrag.retrieval.store.index import Index
 from finrag.retrieval.systems.cascade import Cascade
@@ -104,7 +104,10 @@ class Pipeline:
     @classmethod
     def load(cls, index_dir: str | Path, *, profile: str | None = None, config=None,
              variant_dirs: dict[str, str | Path] | None = None, large_rerank: bool | None = None,
-             use_llm_router: bool = True, companies=None) -> "Pipeline":
+             use_llm_router: bool = True, companies=None,
+             collections: list[str] | None = None) -> "Pipeline":
+        """``collections``: the view of a caller who reads only those (an unknown name is an
+        error that names it); the view's ``close`` closes the whole pipeline."""
         prof = load_config(config).active(profile)
         require_engine(prof)  # before minutes of loading, not after
         if large_rerank is not None:
@@ -138,7 +141,17 @@ class Pipeline:
                                        engine=pipe.engine("large_reranker") if llm else None)
             pipe.cascade = Cascade(pipe.cascade.light if pipe.cascade else None, pipe.large,
                                    **prof.cascade.model_dump())
-        return pipe
+        if not collections:
+            return pipe
+        wanted = check_collections(collections)
+        unknown = sorted(set(wanted) - set(index.catalog.collection_counts()))
+        if unknown:
+            pipe.close()
+            raise ValueError(f"unknown collection(s): {', '.join(unknown)} (`finrag collection "
+                             f"list` shows those of the index)")
+        view = pipe.scoped(wanted)
+        view.close = pipe.close
+        return view
 
     def engine(self, role: str):
         """The LLM engine for a role, loaded on first use; one engine per model."""
@@ -196,19 +209,16 @@ class Pipeline:
         view = self._views.get(key)
         if view is not None:
             return view
-        if self._router is not None and not isinstance(self._router, Router):
-            raise NotImplementedError("a served pipeline's router cannot be scoped yet")
         readable = frozenset(self.index.catalog.readable(key))
         view = copy.copy(self)
         view.collections = key
         view.index = ScopedIndex(self.index, readable)
         view.variants = {name: ScopedIndex(v, v.catalog.readable(key))
                          for name, v in self.variants.items()}
-        view._router = None  # built on first use over the readable filings
-        db = getattr(getattr(self.index, "catalog", None), "db", None)
-        view._facts_answerer = FactsAnswerer(
-            FactStore(db, readonly=True, readable=readable, public=PUBLIC_COLLECTION in key),
-            default_concepts())
+        # a router given (served) is asked for its view; else one is built on first use over
+        # the readable filings
+        view._router = None if self._router is None else self._router.scoped(readable)
+        view._facts_answerer = self.facts.scoped(readable, PUBLIC_COLLECTION in key)
         view.routes, view.expansions, view.table_searches = {}, {}, {}
         view.statement_page_kinds, view._views = {}, {}
         self._views[key] = view

@@ -8,30 +8,14 @@ import json
 import sqlite3
 
 import pytest
+from conftest import ALPHA, BETA, secrets_of
 
 from finrag.retrieval.documents import DEFAULT_COLLECTION, check_collections
 from finrag.retrieval.facts.model import Fact
 from finrag.retrieval.facts.store import FactStore
-from finrag.retrieval.indexer import Ingestor
 from finrag.retrieval.routing.companies import Company
 from finrag.retrieval.store.access import ScopedIndex
 from finrag.retrieval.store.index import Index, UnknownDocumentError
-
-ALPHA = ["BRIGHTQUARRY_2024_10K", "HARLOWFINCH_2024_10K"]
-BETA = ["LUMENFIELD_2024_10K", "QUILLON_2024_10K"]
-
-
-@pytest.fixture(scope="module")
-def two_collections(tmp_path_factory, demo_corpus, embedder):
-    folder = tmp_path_factory.mktemp("access-index")
-    for collection, docs in (("alpha", ALPHA), ("beta", BETA)):
-        ingestor = Ingestor(folder, embedder, metadata=demo_corpus.metadata_path,
-                            collections=[collection])
-        report = ingestor.run([demo_corpus.out_dir / f"{d}.pdf" for d in docs], progress=False)
-        ingestor.close()
-        assert report.ok and len(report.added) == 2, report.failed
-    return folder
-
 
 def test_collections_are_set_at_ingest_and_changed_later(two_collections, tmp_path):
     with Index.open(two_collections) as index:
@@ -140,14 +124,7 @@ def test_a_pipeline_view_never_shows_another_collection(two_collections):
     root = Pipeline.load(two_collections, profile="tiny", use_llm_router=False)
     pipe = root.scoped(["alpha"])
     assert root.scoped(["alpha"]) is pipe and root.scoped(None) is root
-    with Index.open(two_collections) as index:
-        beta_texts = [text for d in BETA for _, text in index.catalog.pages(d)]
-        alpha_text = "\n".join(text for d in ALPHA for _, text in index.catalog.pages(d))
-    # beta's doc ids and every line of its pages that alpha's pages do not hold (company names
-    # are left out: a question names the company, and an LLM may complete "Lumenfield
-    # Software" to "Lumenfield Software, Inc." from the question alone)
-    lines = {ln.strip() for t in beta_texts for ln in t.splitlines()}
-    secrets = BETA + sorted(ln for ln in lines if len(ln) >= 40 and ln not in alpha_text)
+    secrets = secrets_of(two_collections, BETA, ALPHA)
     assert len(secrets) > 50
     probes = ["What was Lumenfield Software's total revenue in 2024?",
               "What was LMFD's net income in fiscal 2024?",
@@ -162,9 +139,6 @@ def test_a_pipeline_view_never_shows_another_collection(two_collections):
             assert not [s for s in secrets if s in text], (question, system)
             context = (answer.get("retrieved") or {}).get("context") or []
             assert {c["doc_id"] for c in context} <= set(ALPHA), (question, system)
-            # no passage of beta's pages either (a chunk's text, whatever it names)
-            assert not any(c.get("text") and any(c["text"][:200] in t for t in beta_texts)
-                           for c in context)
     assert tried == 16
     # the same question over everything does reach beta: the view is what kept it out
     full = root.answer(probes[0], "hdrr", generate=False).to_dict()

@@ -111,7 +111,8 @@ def test_a_stub_inherited_from_the_protocol_is_no_implementation():
             return None
 
     assert signature_problems(QuestionRouter, Half) == ["Half has no method expand",
-                                                         "Half has no method extract"]
+                                                         "Half has no method extract",
+                                                         "Half has no method scoped"]
 
 
 # the deployment each stand-in forwards to (serving/deployments.py)
@@ -153,7 +154,7 @@ def test_a_stand_in_missing_a_method_is_caught():
 
     problems = signature_problems(CatalogReader, OldRemoteCatalog)
     assert "OldRemoteCatalog has no method page_chunks" in problems
-    assert len(problems) == 4  # page_chunks, tables, table_rows, vectors
+    assert len(problems) == 5  # page_chunks, readable, tables, table_rows, vectors
 
 
 # the Pipeline through its Protocols alone ---------------------------------------------------
@@ -263,6 +264,10 @@ def test_the_pipeline_uses_exactly_what_its_protocols_declare(seen_pipeline):
     assert "rerank_refine" in reading.timings_ms  # k-reciprocal refinement ran
     assert {c.doc_id for c in reading.citations} <= {"LUMENFIELD_2023_10K", "XBRL"}
     assert answers[asked[-1]].usage["llm_calls"] >= 1
+    # a caller's view (the demo filings are in the default collection) reads through the same
+    # Protocols: its catalog's readable ids, the router's and the facts' scoped views
+    view = pipe.scoped(["default"])
+    assert view.answer(reading_q, "hdrr").routing.doc_ids == ["LUMENFIELD_2023_10K"]
     declared = {f"{p.__name__}.{n}" for p in (SearchIndex, CatalogReader, QueryEmbedder,
                                                Reranker, LLMEngine, FactsSource, FactLookup,
                                                QuestionRouter)
