@@ -29,6 +29,7 @@ from ray.serve.exceptions import (BackPressureError, DeploymentUnavailableError,
 from starlette.requests import ClientDisconnect
 
 from finrag.retrieval.systems.run import QuestionError, check_question
+from finrag.serving.audit import AuditLog
 from finrag.serving.config import AppConfig, is_loopback
 from finrag.serving.metrics import Metrics
 from finrag.serving.remote import Budget, CallCancelled, DeadlineExceeded
@@ -123,6 +124,15 @@ class Gate:
         self._token, self._token_read = cfg.auth.token(), time.monotonic()
         path = cfg.auth.tokens_path()
         self.tokens = TokenStore(path) if path is not None else None
+        audit = cfg.auth.audit_path()
+        self.audit = AuditLog(audit) if audit is not None else None
+
+    def record(self, grant: Grant | None, path: str, status: int, **what) -> None:
+        """One audit line (when the audit log is on)."""
+        if self.audit is not None:
+            self.audit.record(token=None if grant is None else grant.name,
+                              collections=None if grant is None or grant.collections is None
+                              else sorted(grant.collections), path=path, status=status, **what)
 
     # who may ask ----------------------------------------------------------------------
     def _bearer(self) -> str | None:
@@ -159,6 +169,8 @@ class Gate:
                     grant = None
                 if grant is not None:
                     return grant
+        if self.audit is not None:
+            self.audit.record(token="-", collections=[], path=request.url.path, status=401)
         raise ApiError(401, "unauthorized", "a valid bearer token is required "
                                             "(Authorization: Bearer <token>)",
                        {"WWW-Authenticate": "Bearer"})

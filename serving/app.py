@@ -216,11 +216,19 @@ class Ingress:
         except Exception as exc:
             self._build_problem = f"connecting to the deployments failed: {incident(exc)}"
 
-    def _admit(self, req: AnswerRequest, grant: Grant | None, on_text=None) -> asyncio.Future:
+    def _admit(self, req: AnswerRequest, grant: Grant | None, on_text=None, *,
+               path: str = "/v1/answer") -> asyncio.Future:
         """Start one answer through the Gate (503 when the limit is reached), on the view of
-        the pipeline the caller's grant may read."""
-        return self.gate.admit(lambda: public(self._view(grant).answer(
-            req.question, req.system, generate=req.generate, on_text=on_text)))
+        the pipeline the caller's grant may read; the audit log gets its filings."""
+        def work():
+            answer = public(self._view(grant).answer(req.question, req.system,
+                                                     generate=req.generate, on_text=on_text))
+            self.gate.record(grant, path, 200, system=req.system,
+                             routed=list(answer.routing.doc_ids if answer.routing else []),
+                             cited=[c.doc_id for c in answer.citations])
+            return answer
+
+        return self.gate.admit(work)
 
     def _view(self, grant: Grant | None):
         return self.pipeline().scoped(None if grant is None else grant.collections)
@@ -235,13 +243,14 @@ class Ingress:
         answer = await self.gate.result(self._admit(req, grant))
         return JSONResponse(answer.to_dict())
 
-    async def _pieces(self, req: AnswerRequest, grant: Grant | None):
+    async def _pieces(self, req: AnswerRequest, grant: Grant | None,
+                      path: str = "/v1/answer"):
         """An admitted answer as it is written: ("text", piece)…, then ("answer", Answer) or
         ("error", ApiError), the latter also when the deadline passes."""
         loop = asyncio.get_running_loop()
         pieces: asyncio.Queue = asyncio.Queue()
         future = self._admit(req, grant, on_text=lambda t: loop.call_soon_threadsafe(
-            pieces.put_nowait, t))
+            pieces.put_nowait, t), path=path)
         future.add_done_callback(lambda _: pieces.put_nowait(None))
         deadline = loop.time() + self.cfg.limits.deadline_s
         try:
@@ -292,10 +301,11 @@ class Ingress:
         self.gate.check_question(req.question)
         completion = openai_api.Completion(chat.model)
         if not chat.stream:
-            answer = await self.gate.result(self._admit(req, grant))
+            answer = await self.gate.result(self._admit(req, grant,
+                                                        path="/v1/chat/completions"))
             return JSONResponse(completion.whole(answer))
         with_usage = bool(chat.stream_options and chat.stream_options.include_usage)
-        pieces = self._pieces(req, grant)
+        pieces = self._pieces(req, grant, "/v1/chat/completions")
 
         def data(body: dict) -> str:
             return f"data: {json.dumps(body)}\n\n"
@@ -341,6 +351,7 @@ class Ingress:
         if grant is not None and grant.collections is not None:
             readable = await asyncio.to_thread(lambda: self._view(grant).index.readable)
             if doc_id not in readable:  # the reply of a filing that is not in the index
+                self.gate.record(grant, "page", 404, doc=doc_id)
                 raise ApiError(404, "not_found", f"no filing {doc_id!r} in the index")
         try:
             view = await asyncio.wait_for(
@@ -349,6 +360,7 @@ class Ingress:
         except asyncio.TimeoutError:
             raise ApiError(504, "deadline", "the page was not rendered within the deadline of "
                                             f"{self.cfg.limits.deadline_s:g} s") from None
+        self.gate.record(grant, "page", view["status"], doc=doc_id, page=page)
         if view["status"] != 200:
             raise ApiError(view["status"], "not_found" if view["status"] == 404 else
                            "bad_request", view["error"])
@@ -371,6 +383,7 @@ class Ingress:
             docs = [d for d in docs if grant.collections.intersection(d.get("collections") or [])]
         page = [{k: v for k, v in d.items() if k in _PUBLIC_DOCUMENT_FIELDS}
                 for d in docs[offset:offset + limit]]
+        self.gate.record(grant, "/v1/documents", 200, count=len(docs))
         more = offset + limit < len(docs)
         return {"count": len(docs), "offset": offset, "limit": limit,
                 "next_offset": offset + limit if more else None, "documents": page}

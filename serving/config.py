@@ -71,11 +71,21 @@ class Auth(_Strict):
     # scoped tokens (`finrag token`): default the file named by $FINRAG_TOKENS_FILE; the bearer
     # token above, if any, stays a token that reads every collection
     tokens_file: str | None = None
+    # the audit log (JSON lines, rotated): default $FINRAG_AUDIT_FILE, else audit.jsonl beside
+    # the token file when there is one, else none
+    audit_file: str | None = None
     required: bool | None = None
 
     def tokens_path(self) -> Path | None:
         path = self.tokens_file or os.environ.get("FINRAG_TOKENS_FILE")
         return Path(path).expanduser() if path else None
+
+    def audit_path(self) -> Path | None:
+        path = self.audit_file or os.environ.get("FINRAG_AUDIT_FILE")
+        if path:
+            return Path(path).expanduser()
+        tokens = self.tokens_path()
+        return tokens.with_name("audit.jsonl") if tokens is not None else None
 
     def token(self) -> str | None:
         if self.bearer_token:

@@ -6,7 +6,7 @@
 - ``doctor``: ``doctor``, ``models``
 - ``serve``: ``serve``, ``demo``
 - ``facts``: ``facts``, ``fetch``
-- ``access``: ``token``
+- ``access``: ``token``, ``audit``
 
 Packages above this one add theirs through the ``finrag.commands`` entry point
 (``finrag bench``, from ``benchmarks.cli``), so nothing here imports them.

@@ -1,4 +1,5 @@
-"""``finrag token``: scoped API tokens, stored hashed (``serving/tokens.py``)."""
+"""``finrag token``: scoped API tokens, stored hashed (``serving/tokens.py``); ``finrag audit``:
+who read what (``serving/audit.py``)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,39 @@ def cmd_token(args) -> int:
     return 0
 
 
+def cmd_audit(args) -> int:
+    import os
+
+    from finrag.serving.audit import matches, read_audit
+
+    path = args.file or (Path(os.environ["FINRAG_AUDIT_FILE"]) if os.environ.get(
+        "FINRAG_AUDIT_FILE") else default_tokens_file().with_name("audit.jsonl"))
+    if not path.expanduser().exists():
+        print(f"error: no audit log at {path} (the service writes it where auth.audit_file, "
+              f"$FINRAG_AUDIT_FILE or the token file's folder says)", file=sys.stderr)
+        return 1
+    since = None
+    if args.since:
+        try:
+            when = dt.datetime.fromisoformat(args.since)
+        except ValueError:
+            print(f"error: --since {args.since!r} is not an ISO date or time", file=sys.stderr)
+            return 2
+        since = (when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)).timestamp()
+    found = [e for e in read_audit(path)
+             if matches(e, token=args.token, doc=args.doc, since=since, status=args.status)]
+    found = found[-args.limit:] if args.limit else found
+    for e in found:
+        if args.json:
+            print(json.dumps(e, sort_keys=True))
+            continue
+        scope = "all" if e.get("collections") is None else ",".join(e["collections"]) or "-"
+        docs = ",".join(e.get("cited") or e.get("routed") or ([e["doc"]] if e.get("doc") else []))
+        print(f"{_when(e.get('ts'))}  {e.get('status')}  {str(e.get('token'))[:20]:20} "
+              f"{scope[:20]:20} {e.get('path', '')[:22]:22} {docs}")
+    return 0
+
+
 def add_parsers(sub) -> None:
     p = sub.add_parser("token", help="scoped API tokens: create, list, revoke",
                        description="Tokens for the served API, each with a name, the "
@@ -74,3 +108,19 @@ def add_parsers(sub) -> None:
                         "~/.config/finrag/tokens.json)")
     p.add_argument("--json", action="store_true", help="create, list: as JSON")
     p.set_defaults(func=cmd_token)
+
+    p = sub.add_parser("audit", help="who read what: the service's audit log, filtered",
+                       description="The JSON lines the service writes per request (the token's "
+                                   "name, never the token; its collections; the filings routed "
+                                   "to and the documents cited; refused tokens as '-'), with "
+                                   "the rotated files, oldest first.")
+    p.add_argument("--file", type=Path, default=None,
+                   help="the audit log (default: $FINRAG_AUDIT_FILE, else audit.jsonl beside "
+                        "the token file)")
+    p.add_argument("--token", metavar="NAME", help="only this token's requests ('-': refused)")
+    p.add_argument("--doc", metavar="DOC_ID", help="only requests that routed to or cited it")
+    p.add_argument("--since", metavar="WHEN", help="only from this ISO date or time (UTC)")
+    p.add_argument("--status", type=int, help="only replies with this HTTP status")
+    p.add_argument("--limit", type=int, default=0, help="the last N matches only")
+    p.add_argument("--json", action="store_true", help="the lines as they are")
+    p.set_defaults(func=cmd_audit)

@@ -124,3 +124,25 @@ def test_a_token_file_others_may_read_stops_the_start(tmp_path):
                          capture_output=True, text=True, timeout=300)
     assert res.returncode != 0
     assert f"token file {store.path} has mode 0640" in res.stderr, res.stderr[-2000:]
+
+
+def test_the_audit_log_names_tokens_scopes_and_filings_never_a_token(served):
+    """Runs after the probes above: their requests are in the log beside the token file."""
+    log = served["log"].parent / "audit.jsonl"
+    text = log.read_text()
+    assert not [name for name, t in served["tokens"].items() if t in text] and LEGACY not in text
+    lines = [json.loads(x) for x in text.splitlines()]
+    alpha = [e for e in lines if e["token"] == "desk-alpha"]
+    assert len(alpha) >= 15 and all(e["collections"] == ["alpha"] for e in alpha)
+    answered = [e for e in alpha if e["path"] in ("/v1/answer", "/v1/chat/completions")]
+    assert len(answered) == 15 and all(set(e["routed"]) | set(e["cited"]) <= set(ALPHA)
+                                       for e in answered)
+    assert any(e["path"] == "page" and e["status"] == 404 and e["doc"] == BETA[0] for e in alpha)
+    assert [e for e in lines if e["token"] == "-" and e["status"] == 401]
+    res = subprocess.run([sys.executable, "-m", "finrag.serving.cli", "audit", "--file",
+                          str(log), "--token", "desk-beta", "--json"], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    beta = [json.loads(x) for x in res.stdout.splitlines()]
+    assert beta and {e["token"] for e in beta} == {"desk-beta"}
+    assert any(BETA[0] in e["routed"] for e in beta)
