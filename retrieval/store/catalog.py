@@ -204,6 +204,8 @@ class Catalog(CatalogReader):
                                 (DEFAULT_COLLECTION,))
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.execute("PRAGMA busy_timeout=10000")
+        self._writes = 0  # this connection's document writes (the scope cache's key)
+        self._scopes: dict[tuple, tuple[np.ndarray, list[tuple[int, int]]]] = {}
 
     def close(self) -> None:
         if not self.readonly:
@@ -241,6 +243,7 @@ class Catalog(CatalogReader):
         Returns the document's key and its chunk ids."""
         if len(chunks) != len(vectors):
             raise ValueError("one vector per chunk is required")
+        self._writes += 1
         with self.db:  # one transaction: a crash leaves no part of the document behind
             if replace:
                 self._delete(meta.doc_id)
@@ -292,6 +295,7 @@ class Catalog(CatalogReader):
             return self._delete(doc_id)
 
     def _delete(self, doc_id: str) -> list[int]:  # inside the caller's transaction
+        self._writes += 1
         rows = self.db.execute(
             "SELECT c.id, c.text FROM chunks c JOIN documents d ON c.doc = d.id "
             "WHERE d.doc_id = ?", (doc_id,)
@@ -414,12 +418,33 @@ class Catalog(CatalogReader):
     def chunk_ids(self, doc_pks: list[int] | None = None) -> np.ndarray:
         if doc_pks is None:
             rows = self.db.execute("SELECT id FROM chunks ORDER BY id")
-        else:
+            return np.fromiter((r[0] for r in rows), dtype=np.int64)
+        return self._scope(doc_pks)[0]
+
+    def _scope(self, doc_pks: list[int]) -> tuple[np.ndarray, list[tuple[int, int]]]:
+        """(chunk ids, their runs) of some documents, kept while the database is unchanged:
+        a caller's scope (every document it may read) is the same on each of its searches, and
+        reading its ids costs more than the search. ``PRAGMA data_version`` moves when another
+        connection commits; this one's own writes count in ``_writes``."""
+        (version,) = self.db.execute("PRAGMA data_version").fetchone()
+        key = (version, self._writes, tuple(sorted(doc_pks)))
+        found = self._scopes.get(key)
+        if found is None:
             marks = ",".join("?" * len(doc_pks))
-            rows = self.db.execute(
-                f"SELECT id FROM chunks WHERE doc IN ({marks}) ORDER BY id", doc_pks
-            )
-        return np.fromiter((r[0] for r in rows), dtype=np.int64)
+            ids = np.fromiter((r[0] for r in self.db.execute(
+                f"SELECT id FROM chunks WHERE doc IN ({marks}) ORDER BY id", doc_pks)),
+                dtype=np.int64)
+            runs: list[list[int]] = []
+            for cid in ids.tolist():
+                if runs and cid == runs[-1][1] + 1:
+                    runs[-1][1] = cid
+                else:
+                    runs.append([cid, cid])
+            found = (ids, [(lo, hi) for lo, hi in runs])
+            while len(self._scopes) >= 32:
+                self._scopes.pop(next(iter(self._scopes)))
+            self._scopes[key] = found
+        return found
 
     def vectors(self, ids: np.ndarray | None = None, dim: int | None = None):
         """(ids, vectors) for the given chunk ids, or for all chunks."""
@@ -467,13 +492,7 @@ class Catalog(CatalogReader):
     def id_runs(self, doc_pks: list[int]) -> list[tuple[int, int]]:
         """The chunk ids of some documents as runs of consecutive ids (one run per document,
         since a document's chunks are inserted together)."""
-        runs: list[list[int]] = []
-        for cid in self.chunk_ids(doc_pks).tolist():
-            if runs and cid == runs[-1][1] + 1:
-                runs[-1][1] = cid
-            else:
-                runs.append([cid, cid])
-        return [(lo, hi) for lo, hi in runs]
+        return self._scope(doc_pks)[1]
 
     def fts_search(self, query: str, k: int, doc_pks: list[int] | None = None, *,
                    weighted: bool = False):

@@ -144,3 +144,27 @@ def test_a_pipeline_view_never_shows_another_collection(two_collections):
     full = root.answer(probes[0], "hdrr", generate=False).to_dict()
     assert BETA[0] in json.dumps(full)
     root.close()
+
+
+def test_a_scope_read_once_is_read_again_after_any_write(two_collections, tmp_path):
+    """The catalog keeps a scope's chunk ids between searches: a document written or removed
+    by this connection or by another one is seen at once."""
+    import shutil
+
+    from finrag.retrieval.store.catalog import Catalog
+
+    folder = tmp_path / "index"
+    shutil.copytree(two_collections, folder)
+    reader = Catalog(folder / "catalog.sqlite", readonly=True)
+    pks = [reader.document(d).pk for d in ALPHA + BETA]
+    before = reader.chunk_ids(pks)
+    assert len(before) > 50 and reader.chunk_ids(pks) is before  # kept
+    with Index.open(folder, readonly=False) as index:
+        own = index.catalog.chunk_ids(pks)
+        assert index.remove_document(BETA[0])
+        after_own = index.catalog.chunk_ids(pks)
+        assert len(after_own) < len(own)  # its own write
+        assert index.catalog.id_runs(pks)[-1][1] == int(after_own[-1])
+    after = reader.chunk_ids(pks)  # another connection's commit
+    assert len(after) == len(after_own) and set(after) < set(before)
+    reader.close()
