@@ -89,6 +89,8 @@ def check_auth(cfg: AppConfig, host: str | None) -> None:
     """Refuse a service others can reach without a bearer token (``auth.required``; by
     default whenever ``host`` is not loopback)."""
     required = cfg.auth.required if cfg.auth.required is not None else not is_loopback(host)
+    if cfg.auth.proxy is not None:
+        cfg.auth.proxy.secret()  # refuses to start without it
     tokens = cfg.auth.tokens_path()
     if tokens is not None:
         try:
@@ -105,6 +107,8 @@ def check_auth(cfg: AppConfig, host: str | None) -> None:
             f"on 127.0.0.1 only")
 
 
+# a user or group name an identity proxy may send (its users are e-mail addresses or DNs too)
+_PROXY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@=+-]{0,127}$")
 # the single bearer token of `auth.bearer_token*`: every collection, as before scoped tokens
 ALL_COLLECTIONS = Grant("api-token", None, ingest=True, admin=True)
 
@@ -150,8 +154,11 @@ class Gate:
         on loopback only): then everything, as before tokens. The single bearer token reads
         every collection; a scoped token (`finrag token`) the collections it names. An
         unknown, wrong, revoked or expired token gets the same 401."""
+        proxy = self.cfg.auth.proxy
+        if proxy is not None and proxy.user_header.lower() in request.headers:
+            return self._proxy_grant(request, proxy)
         token = self._bearer()
-        if token is None and self.tokens is None:
+        if token is None and self.tokens is None and proxy is None:
             return None
         given = request.headers.get("authorization", "")
         scheme, _, value = given.partition(" ")
@@ -169,11 +176,30 @@ class Gate:
                     grant = None
                 if grant is not None:
                     return grant
+        self._refuse(request)
+
+    def _refuse(self, request: Request):
         if self.audit is not None:
             self.audit.record(token="-", collections=[], path=request.url.path, status=401)
         raise ApiError(401, "unauthorized", "a valid bearer token is required "
                                             "(Authorization: Bearer <token>)",
                        {"WWW-Authenticate": "Bearer"})
+
+    def _proxy_grant(self, request: Request, proxy) -> Grant:
+        """The grant of the user an identity proxy names: its groups' collections (none of its
+        groups mapped: it reads nothing)."""
+        secret = request.headers.get(proxy.secret_header.lower(), "")
+        user = request.headers.get(proxy.user_header.lower(), "").strip()
+        groups = [g.strip() for g in request.headers.get(proxy.groups_header.lower(), "").split(",")
+                  if g.strip()]
+        if not hmac.compare_digest(secret.encode("utf-8", "surrogateescape"),
+                                   proxy.secret().encode()) \
+                or not _PROXY_NAME.match(user) or not all(_PROXY_NAME.match(g) for g in groups):
+            self._refuse(request)
+        collections: set[str] = set()
+        for group in groups:
+            collections.update(proxy.groups.get(group, []))
+        return Grant(f"proxy:{user}", None if "*" in collections else frozenset(collections))
 
     async def check_request(self, request: Request) -> None:
         """The checks every request passes before a handler runs, cheapest first: the bearer

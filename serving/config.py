@@ -57,6 +57,28 @@ class Limits(_Strict):
     max_page_size: int = Field(200, ge=1)
 
 
+class IdentityProxy(_Strict):
+    """An identity proxy in front (OIDC or LDAP, through the proxy) names the user and the
+    user's groups in headers it sets; ``groups`` maps each group to the collections it reads
+    ('*': all). Trusted only when configured here (otherwise such headers are ignored), and
+    only with the shared secret the proxy sends in ``secret_header`` (from the environment
+    variable ``secret_env``), so that a client reaching the app past the proxy cannot name
+    itself. A malformed header gets 401."""
+
+    user_header: str = "X-Forwarded-User"
+    groups_header: str = "X-Forwarded-Groups"
+    secret_header: str = "X-Proxy-Secret"
+    secret_env: str = "FINRAG_PROXY_SECRET"
+    groups: dict[str, list[str]] = Field(min_length=1)
+
+    def secret(self) -> str:
+        value = os.environ.get(self.secret_env, "").strip()
+        if len(value) < 16:
+            raise ValueError(f"auth.proxy: ${self.secret_env} must hold the proxy's shared "
+                             f"secret (16+ characters)")
+        return value
+
+
 class Auth(_Strict):
     """Bearer-token auth for /v1/*: the token from a file (a mounted secret), the name of the
     environment variable that holds it, or the token itself (tests). /healthz and /metrics
@@ -74,6 +96,7 @@ class Auth(_Strict):
     # the audit log (JSON lines, rotated): default $FINRAG_AUDIT_FILE, else audit.jsonl beside
     # the token file when there is one, else none
     audit_file: str | None = None
+    proxy: IdentityProxy | None = None
     required: bool | None = None
 
     def tokens_path(self) -> Path | None:
