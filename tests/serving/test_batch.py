@@ -168,3 +168,34 @@ def test_batch_benchmark_takes_one_half_of_the_financebench_questions(tmp_path):
     empty = "test" if split_ids(records[:1])["tune"] else "tune"
     with pytest.raises(ValueError, match=f"no {empty} questions"):
         split_questions(path, empty, tmp_path)
+
+
+def test_a_batch_reads_only_its_collections(two_collections, demo_corpus, tmp_path):
+    """`finrag batch --collection alpha` on Ray Data: the demo questions about beta's companies
+    get nothing of beta (the scope travels to every actor)."""
+    from conftest import ALPHA, BETA, secrets_of
+
+    out = tmp_path / "answers.jsonl"
+    result = subprocess.run(
+        [sys.executable, "-m", "finrag.serving.cli", "batch", str(demo_corpus.questions_path),
+         "--out", str(out), "--index", str(two_collections), "--profile", "tiny",
+         "--collection", "alpha", "--workers", "1", "--no-generate", "-q", "--json"],
+        cwd=ROOT, env=dict(os.environ, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1"),
+        capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-2000:]
+    text = out.read_text()
+    records = [json.loads(line) for line in text.splitlines()]
+    assert len(records) == 12
+    about_beta = [r for r in records if any(d.split("_")[0].title() in r["query"]
+                                            for d in BETA)]
+    assert about_beta  # the batch did ask about beta's companies
+    for r in records:
+        assert set(r["routing"]["doc_ids"]) <= set(ALPHA)
+        assert {c["doc_id"] for c in r["retrieved"]["context"]} <= set(ALPHA)
+    assert [s for s in secrets_of(two_collections, BETA, ALPHA) if s in text] == []
+    bad = subprocess.run(
+        [sys.executable, "-m", "finrag.serving.cli", "batch", str(demo_corpus.questions_path),
+         "--out", str(tmp_path / "x.jsonl"), "--index", str(two_collections), "--profile",
+         "tiny", "--collection", "nope", "--sequential", "--no-generate", "-q"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert bad.returncode != 0 and "unknown collection(s): nope" in bad.stderr
