@@ -108,10 +108,16 @@ class Retriever:
             self.indexes[variant] = Index.open(folder)
 
     def _index(self, variant: str | None):
+        """The index, caught up with what an ingest wrote since the last call."""
         if variant not in self.indexes:
             raise FileNotFoundError(f"the {variant!r} index variant is not served; build it with "
                                     f"`finrag ingest PATHS --variant {variant}` beside the index")
-        return self.indexes[variant]
+        index = self.indexes[variant]
+        index.refresh()
+        return index
+
+    def generation(self, variant: str | None = None) -> int:
+        return self._index(variant).generation()
 
     def variants(self) -> list[str]:
         return [v for v in self.indexes if v]
@@ -152,7 +158,7 @@ class Retriever:
         HTTP ``status`` to answer with (a plain dict: no exception types cross the handle)."""
         from finrag.serving.pages import PageError, render_page
 
-        catalog = self.indexes[None].catalog
+        catalog = self._index(None).catalog
         doc = catalog.document(doc_id)
         if doc is None:
             return {"status": 404, "error": f"no filing {doc_id!r} in the index"}
@@ -370,16 +376,23 @@ class Router:
                                content_scorer=make_content_scorer(self.index,
                                                                   RemoteEmbedder(embedder)))
 
+    def _fresh(self):
+        """The router over the index as it is now: filings an ingest added or removed since
+        the last call are known or forgotten (the index's vectors, for content scoring, too)."""
+        if self.index.refresh():
+            self.router.reload(self.index.documents())
+        return self.router
+
     def route(self, question: str, expand: bool = False, readable: list[str] | None = None):
         """``readable``: the caller's readable doc ids (None: all)."""
-        router = self.router.scoped(None if readable is None else frozenset(readable))
+        router = self._fresh().scoped(None if readable is None else frozenset(readable))
         return router.route(question, expand)
 
     def extract(self, question: str, expand: bool = False):
-        return self.router.extract(question, expand)
+        return self._fresh().extract(question, expand)
 
     def expand(self, question: str):
-        return self.router.expand(question)
+        return self._fresh().expand(question)
 
     def stats(self) -> dict[str, Any]:
         return dict(self.router.stats)

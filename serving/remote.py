@@ -190,6 +190,9 @@ class RemoteIndex(SearchIndex):
         return wait(self.handle.search.remote(query, query_vector, variant=self.variant,
                                               **kwargs))
 
+    def generation(self) -> int:
+        return wait(self.handle.generation.remote(self.variant))
+
     def close(self) -> None:  # the Retriever owns the files
         pass
 

@@ -518,6 +518,14 @@ class Router(QuestionRouter):
             self._scoped[readable] = view
         return view
 
+    def reload(self, documents: list[Any]) -> None:
+        """Know ``documents`` from now on (an index that an ingest changed), keeping the LLM
+        and the counters; the scoped views are made again on their next use."""
+        _, companies, scorer = self._init
+        self.resolver = Resolver(documents, companies, scorer)
+        self._init = (list(documents), companies, scorer)
+        self._scoped = {}
+
     @property
     def llm(self) -> Any:
         if self._llm is not None and not hasattr(self._llm, "generate_json"):

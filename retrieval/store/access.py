@@ -76,5 +76,8 @@ class ScopedIndex(SearchIndex):
     def documents(self) -> list[Any]:
         return self.catalog.documents()
 
+    def generation(self) -> int:
+        return self._index.generation()
+
     def close(self) -> None:
         """The index itself stays open: other callers share it."""

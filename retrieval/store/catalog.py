@@ -226,6 +226,16 @@ class Catalog(CatalogReader):
                 [(k, json.dumps(v)) for k, v in values.items()],
             )
 
+    # what has changed ----------------------------------------------------------
+    def generation(self) -> int:
+        """A number that moves whenever a document is added or removed or its collections
+        change, by any connection of any process (the header's ``user_version``, written in
+        the change's own transaction): readers compare it to know what they must reread."""
+        return self.db.execute("PRAGMA user_version").fetchone()[0]
+
+    def _changed(self) -> None:  # inside a write transaction, after its first statement
+        self.db.execute(f"PRAGMA user_version = {self.generation() + 1}")
+
     # documents --------------------------------------------------------------
     def add_document(
         self,
@@ -258,6 +268,7 @@ class Catalog(CatalogReader):
                  len(chunks)),
             )
             pk = cur.lastrowid
+            self._changed()
             self.db.executemany("INSERT INTO collections(doc, name) VALUES (?, ?)",
                                 [(pk, c) for c in check_collections(meta.collections)])
             self.db.executemany(
@@ -303,7 +314,8 @@ class Catalog(CatalogReader):
         self.db.executemany(
             "INSERT INTO chunks_fts(chunks_fts, rowid, text) VALUES ('delete', ?, ?)", rows
         )
-        self.db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,))
+        if self.db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,)).rowcount:
+            self._changed()
         return [r[0] for r in rows]
 
     def _record(self, row) -> DocumentRecord:
@@ -370,6 +382,7 @@ class Catalog(CatalogReader):
                 raise ValueError(f"{doc_id} would be in no collection: a document stays in at "
                                  f"least one (add it to another first)")
             self.db.execute("DELETE FROM collections WHERE doc = ?", (rec.pk,))
+            self._changed()
             self.db.executemany("INSERT INTO collections(doc, name) VALUES (?, ?)",
                                 [(rec.pk, c) for c in after])
         return after
@@ -440,6 +453,7 @@ class Catalog(CatalogReader):
                     runs[-1][1] = cid
                 else:
                     runs.append([cid, cid])
+            ids.flags.writeable = False  # every caller of this scope gets this one array
             found = (ids, [(lo, hi) for lo, hi in runs])
             while len(self._scopes) >= 32:
                 self._scopes.pop(next(iter(self._scopes)))

@@ -92,6 +92,10 @@ class SearchIndex(Protocol):
         fts_weighted) → ``Hit``s."""
         ...
 
+    def generation(self) -> int:
+        """``Catalog.generation``: moves when documents or their collections change."""
+        ...
+
     def close(self) -> None:
         ...
 
@@ -108,6 +112,7 @@ class Index(SearchIndex):
         self.readonly = readonly
         self._dirty = False
         self._lock: WriterLock | None = None
+        self._generation = catalog.generation()  # what the vectors hold
 
     # lifecycle --------------------------------------------------------------
     @classmethod
@@ -185,19 +190,37 @@ class Index(SearchIndex):
         return index
 
     def _sync_vectors(self, force: bool) -> None:
-        """Make the FAISS ids equal the catalog's chunk ids, rebuilding from stored vectors."""
+        """Make the FAISS ids equal the catalog's chunk ids: the missing ones are read from the
+        stored vectors and those of removed chunks dropped (``force``: all rebuilt)."""
         want = self.catalog.chunk_ids()
         have = np.sort(self.vectors.ids())
         if not force and len(want) == len(have) and np.array_equal(want, have):
             return
-        fresh = VectorIndex(max(self.settings.dim, 1))
-        if len(want):
-            ids, vecs = self.catalog.vectors(dim=self.settings.dim)
-            fresh.add(ids, vecs)
-        self.vectors = fresh
+        if force:
+            self.vectors = VectorIndex(max(self.settings.dim, 1)).configure(
+                **{k: getattr(self.vectors, k) for k in ("approximate", "nprobe", "ef_search")})
+            have = have[:0]
+        self.vectors.remove(np.setdiff1d(have, want, assume_unique=True).tolist())
+        missing = np.setdiff1d(want, have, assume_unique=True)
+        if len(missing):
+            self.vectors.add(*self.catalog.vectors(missing, dim=self.settings.dim))
         if not self.readonly:
             self._dirty = True
             self.save()
+
+    def generation(self) -> int:
+        return self.catalog.generation()
+
+    def refresh(self) -> bool:
+        """Catch up with what other processes wrote since (a served index that an ingest
+        grows): FAISS gets the chunks added and loses those removed; the catalog itself is
+        read live. True when anything had changed."""
+        now = self.catalog.generation()
+        if now == self._generation:
+            return False
+        self._sync_vectors(False)
+        self._generation = now
+        return True
 
     def save(self) -> None:
         if self._dirty and not self.readonly:
@@ -242,6 +265,7 @@ class Index(SearchIndex):
         self.vectors.remove(int(i) for i in old_ids)
         self.vectors.add(np.asarray(ids, dtype=np.int64), vectors)
         self._dirty = True
+        self._generation = self.catalog.generation()
         return pk
 
     def remove_document(self, doc_id: str) -> bool:
@@ -252,6 +276,7 @@ class Index(SearchIndex):
             return False
         ids = self.catalog.remove_document(doc_id)
         self.vectors.remove(ids)
+        self._generation = self.catalog.generation()
         self._dirty = True
         self.save()
         return True

@@ -91,6 +91,7 @@ class Pipeline:
         self.cascade = (Cascade(**stages, **profile.cascade.model_dump())
                         if any(stages.values()) else None)
         self._router = router  # built on first use unless given (serving passes a remote one)
+        self._router_built_here = router is None
         self._facts_answerer = facts  # likewise: the index's facts answerer
         self.routes: dict[tuple[str, bool], Routing] = {}
         # query expansion calls of their own: (passage, keywords, cost) per question
@@ -99,6 +100,8 @@ class Pipeline:
         self.statement_page_kinds: dict[tuple[int, str], dict[int, str]] = {}  # per filing
         self.collections: frozenset[str] | None = None  # what this pipeline reads (None: all)
         self._views: dict[frozenset[str], Pipeline] = {}
+        self._base: Pipeline | None = None  # the pipeline a view was made from
+        self._generation: int | None = None  # the index's, when the caches above were made
 
     # construction ---------------------------------------------------------------------
     @classmethod
@@ -204,14 +207,15 @@ class Pipeline:
         (and SEC companyfacts with ``public``), and its caches are its own, so no routing,
         expansion or page found for one caller is given to another."""
         if collections is None:
-            return self
+            return self._fresh()
+        self._fresh()
         key = frozenset(collections)
         view = self._views.get(key)
         if view is not None:
             return view
         readable = frozenset(self.index.catalog.readable(key))
         view = copy.copy(self)
-        view.collections = key
+        view.collections, view._base = key, self
         view.index = ScopedIndex(self.index, readable)
         view.variants = {name: ScopedIndex(v, v.catalog.readable(key))
                          for name, v in self.variants.items()}
@@ -224,6 +228,28 @@ class Pipeline:
         self._views[key] = view
         bound(self._views)
         return view
+
+    def _fresh(self) -> "Pipeline":
+        """This pipeline as the index is now. When documents or their collections have changed
+        since the last call (an ingest while serving, `finrag collection`), what was worked out
+        from the old index is dropped: routes, expansions, table searches, statement pages, a
+        router built here and the scoped views. A view is then made again, so a filing taken
+        out of a collection is out of its readers' reach at once."""
+        if self._base is not None:
+            base = self._base._fresh()
+            return self if base._generation == self._generation else base.scoped(self.collections)
+        for index in (self.index, *self.variants.values()):
+            if hasattr(index, "refresh"):  # a local index; a served one refreshes itself
+                index.refresh()
+        now = self.index.generation() if hasattr(self.index, "generation") else 0
+        if now != self._generation:
+            if self._generation is not None:
+                self.routes, self.expansions, self.table_searches = {}, {}, {}
+                self.statement_page_kinds, self._views = {}, {}
+                if self._router_built_here:
+                    self._router = None
+            self._generation = now
+        return self
 
     # the entry points -----------------------------------------------------------------
     def answer(self, question: str, system: str = "hdrr", *, generate: bool = True,
@@ -240,6 +266,9 @@ class Pipeline:
         split among the answers it served by their share of its tokens (the energy scope says
         so)."""
         questions = [check_question(q) for q in questions]
+        current = self._fresh()
+        if current is not self:  # a view of an index that has changed since it was made
+            return current.answer_many(questions, system, generate=generate, on_text=on_text)
         if system not in SYSTEMS:
             raise ValueError(f"unknown system {system!r}; choose from {', '.join(SYSTEMS)}")
         runs: list[tuple[Run, list[Block], list]] = []

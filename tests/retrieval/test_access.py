@@ -168,3 +168,46 @@ def test_a_scope_read_once_is_read_again_after_any_write(two_collections, tmp_pa
     after = reader.chunk_ids(pks)  # another connection's commit
     assert len(after) == len(after_own) and set(after) < set(before)
     reader.close()
+
+
+def test_a_running_pipeline_sees_a_change_of_the_index_at_once(two_collections, demo_corpus,
+                                                               embedder, tmp_path):
+    """Another process takes a filing out of `alpha`, then ingests a new one into it and
+    removes it again: a view of `alpha` made before (and held) follows each change on its
+    next answer, and so does the whole pipeline (routes, vectors, router)."""
+    import shutil
+
+    from finrag.retrieval.indexer import Ingestor, remove_document
+    from finrag.retrieval.systems.pipelines import Pipeline
+
+    folder = tmp_path / "index"
+    shutil.copytree(two_collections, folder)
+    root = Pipeline.load(folder, profile="tiny", use_llm_router=False)
+    alpha = root.scoped(["alpha"])
+    moved = "What was Brightquarry's net income in fiscal 2024?"
+    assert alpha.answer(moved, "hdrr", generate=False).routing.doc_ids == [ALPHA[0]]
+    with Index.open(folder, readonly=False) as writer:
+        writer.catalog.change_collections(ALPHA[0], add=["beta"], remove=["alpha"])
+    answer = alpha.answer(moved, "hdrr", generate=False).to_dict()
+    assert ALPHA[0] not in json.dumps(answer)
+    assert root.scoped(["alpha"]) is not alpha
+    assert root.scoped(["beta"]).answer(moved, "hdrr", generate=False).routing.doc_ids == [
+        ALPHA[0]]
+
+    new, asked = "LUMENFIELD_2023_10K", "What was Lumenfield Software's total revenue in fiscal 2023?"
+    assert new not in root.answer(asked, "hdrr", generate=False).routing.doc_ids
+    size = root.index.vectors.size
+    ingestor = Ingestor(folder, embedder, metadata=demo_corpus.metadata_path, collections=["alpha"])
+    report = ingestor.run([demo_corpus.out_dir / f"{new}.pdf"], progress=False)
+    ingestor.close()
+    assert report.ok and len(report.added) == 1
+    assert root.answer(asked, "hdrr", generate=False).routing.doc_ids == [new]
+    assert alpha.answer(asked, "hdrr", generate=False).routing.doc_ids == [new]
+    added = root.index.vectors.size - size
+    with Index.open(folder) as reader:
+        assert added == reader.catalog.document(new).chunk_count > 0
+    with Index.open(folder, readonly=False) as writer:
+        assert remove_document(writer, new)
+    assert new not in json.dumps(root.answer(asked, "cbr", generate=False).to_dict())
+    assert root.index.vectors.size == size
+    root.close()
