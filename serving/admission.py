@@ -216,14 +216,18 @@ class Gate:
             raise ApiError(411, "bad_request", "a Content-Length header is required")
         if not (length.isascii() and length.isdigit()):
             raise ApiError(400, "bad_request", "Content-Length must be a number of bytes")
-        if int(length) > limits.max_body_bytes:
+        upload = request.method == "POST" and request.url.path == "/v1/documents"
+        # an upload is a file in base64 inside JSON
+        most = limits.max_upload_bytes * 4 // 3 + 65536 if upload else limits.max_body_bytes
+        timeout = limits.upload_timeout_s if upload else limits.body_timeout_s
+        if int(length) > most:
             raise ApiError(413, "too_large", f"request body of {int(length)} bytes is over the "
-                                             f"limit of {limits.max_body_bytes} bytes")
+                                             f"limit of {most} bytes")
         try:  # read here and cached: the handler gets the same bytes
-            body = await asyncio.wait_for(request.body(), limits.body_timeout_s)
+            body = await asyncio.wait_for(request.body(), timeout)
         except asyncio.TimeoutError:
             raise ApiError(408, "slow_body", f"the request body did not arrive within "
-                                             f"{limits.body_timeout_s:g} s") from None
+                                             f"{timeout:g} s") from None
         except ClientDisconnect:
             raise ApiError(400, "bad_request", "the client closed the request early") from None
         if len(body) != int(length):

@@ -44,6 +44,7 @@ from finrag.retrieval.systems.recipes import SYSTEMS, VARIANT_OF
 from finrag.serving import openai_api
 from finrag.serving.admission import ApiError, Gate, check_auth, first_line, incident, public
 from finrag.serving.tokens import Grant
+from finrag.serving.writes import CollectionChange, DocumentUpload, IndexWriter
 from finrag.serving.config import AppConfig
 from finrag.serving.deployments import Embedder, Generator, Reranker, Retriever, Router, _profile
 from finrag.serving.metrics import Metrics
@@ -106,11 +107,17 @@ _PAGE = "/v1/documents/{doc_id}/pages/{page}"
 WEB_PAGE = Path(__file__).with_name("web") / "index.html"
 
 
+_DOCUMENT = "/v1/documents/{doc_id}"
+
+
 def _endpoint(path: str) -> str:
     """The metrics label of a path: its route, never the ids in it."""
     if path in _ENDPOINTS:
         return path
-    return _PAGE if path.startswith("/v1/documents/") else "other"
+    if not path.startswith("/v1/documents/"):
+        return "other"
+    return (_PAGE if "/pages/" in path else _DOCUMENT + "/collections"
+            if path.endswith("/collections") else _DOCUMENT)
 
 
 @api.middleware("http")
@@ -178,6 +185,7 @@ class Ingress:
         self._builder: threading.Thread | None = None
         self._starting = threading.Lock()  # held an instant, never across the build
         self._build_problem: str | None = None
+        self._writer: IndexWriter | None = None
         api.state.ingress = self
 
     # the Pipeline over remote components, built on first use (handles block: not in __init__)
@@ -387,6 +395,49 @@ class Ingress:
         more = offset + limit < len(docs)
         return {"count": len(docs), "offset": offset, "limit": limit,
                 "next_offset": offset + limit if more else None, "documents": page}
+
+    # -- writing: upload, remove, collections (serving/writes.py says who may) ----------------
+    def writer(self) -> IndexWriter:
+        if self._writer is None:
+            from finrag.retrieval.routing.companies import CompanyTable
+
+            self._writer = IndexWriter(self.cfg.index_dir(),
+                                       RemoteEmbedder(self.handles["embedder"]).described(),
+                                       CompanyTable.load(self.cfg.companies),
+                                       self.cfg.limits.max_upload_bytes)
+        return self._writer
+
+    async def _write(self, grant: Grant | None, action: str, work, **what):
+        """One write in a thread of its own, run to its end even when the client goes (a
+        filing is committed whole or not at all); audited with its status."""
+        try:
+            result = await asyncio.to_thread(work)
+        except ApiError as exc:
+            self.gate.record(grant, action, exc.status, **what)
+            raise
+        status, body = result if isinstance(result, tuple) else (200, result)
+        self.gate.record(grant, action, status, **what)
+        return JSONResponse(body, status_code=status)
+
+    @api.post("/v1/documents", status_code=201, summary="Upload and ingest a filing",
+              response_description="The filing's doc id, collections, pages and chunks")
+    async def upload(self, upload: DocumentUpload, request: Request):
+        grant = self.gate.authorize(request)
+        return await self._write(grant, "ingest", lambda: self.writer().ingest(grant, upload),
+                                 doc=upload.filename, into=sorted(upload.collections))
+
+    @api.delete(_DOCUMENT, summary="Remove a filing from the index")
+    async def remove(self, doc_id: str, request: Request):
+        grant = self.gate.authorize(request)
+        return await self._write(grant, "remove", lambda: self.writer().remove(grant, doc_id),
+                                 doc=doc_id)
+
+    @api.put(_DOCUMENT + "/collections", summary="Add a filing to collections or take it out")
+    async def collections(self, doc_id: str, change: CollectionChange, request: Request):
+        grant = self.gate.authorize(request)
+        return await self._write(
+            grant, "collections", lambda: self.writer().change_collections(grant, doc_id, change),
+            doc=doc_id, add=change.add, remove=change.remove)
 
     @api.get("/healthz", summary="Ready when every deployment answers in time")
     async def healthz(self, request: Request):

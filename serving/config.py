@@ -55,6 +55,9 @@ class Limits(_Strict):
     health_timeout_s: float = Field(10.0, gt=0)
     # GET /v1/documents: the most documents in one page
     max_page_size: int = Field(200, ge=1)
+    # POST /v1/documents: the largest file one may upload, and how long its body may take
+    max_upload_bytes: int = Field(64 * 2**20, ge=1024)
+    upload_timeout_s: float = Field(300.0, gt=0)
 
 
 class IdentityProxy(_Strict):

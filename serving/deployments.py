@@ -91,6 +91,13 @@ class Embedder:
     def encode(self, texts: list[str]):
         return self.embedder.encode(texts)
 
+    def identity(self) -> dict[str, Any]:
+        """What an index records of its embedder (an ingest through this one checks it)."""
+        e = self.embedder
+        return {"name": e.name, "model_id": e.model_id, "dim": e.dim,
+                "kind": getattr(e, "kind", "sentence-transformers"),
+                "normalize": getattr(e, "normalize", True)}
+
 
 @serve.deployment
 class Retriever:

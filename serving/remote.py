@@ -143,6 +143,12 @@ class RemoteEmbedder(QueryEmbedder):
     def encode(self, texts: list[str]):
         return wait(self.handle.encode.remote(list(texts)))
 
+    def described(self) -> "RemoteEmbedder":
+        """With the deployment's name, model_id, dim, kind and normalize, as an ingest needs."""
+        for key, value in wait(self.handle.identity.remote()).items():
+            setattr(self, key, value)
+        return self
+
 
 class RemoteCatalog(CatalogReader):
     """``CatalogReader`` over the Retriever deployment (``variant``: V-A/V-B index)."""

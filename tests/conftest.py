@@ -33,38 +33,17 @@ def demo_corpus(tmp_path_factory):
 
 
 # two collections of look-alike filings of different companies (who may read what: #44)
-ALPHA = ["BRIGHTQUARRY_2024_10K", "HARLOWFINCH_2024_10K"]
-BETA = ["LUMENFIELD_2024_10K", "QUILLON_2024_10K"]
+from finrag.benchmarks.access_probes import ALPHA, BETA, secrets_of  # noqa: E402,F401
 
 
 @pytest.fixture(scope="session")
 def two_collections(tmp_path_factory, demo_corpus, embedder):
     """An index of four demo filings: ALPHA in collection `alpha`, BETA in `beta` (tests must
     not write to it)."""
-    from finrag.retrieval.indexer import Ingestor
+    from finrag.benchmarks import access_probes
 
-    folder = tmp_path_factory.mktemp("two-collections")
-    for collection, docs in (("alpha", ALPHA), ("beta", BETA)):
-        ingestor = Ingestor(folder, embedder, metadata=demo_corpus.metadata_path,
-                            collections=[collection])
-        report = ingestor.run([demo_corpus.out_dir / f"{d}.pdf" for d in docs], progress=False)
-        ingestor.close()
-        assert report.ok and len(report.added) == 2, report.failed
-    return folder
-
-
-def secrets_of(index_dir: Path, hidden: list[str], shown: list[str]) -> list[str]:
-    """What must never reach a caller who may read only ``shown``: the ``hidden`` doc ids and
-    every line (40+ characters) of their pages that the shown documents do not hold. Company
-    names are not among them: a question names the company, and an LLM may complete
-    "Lumenfield Software" to "Lumenfield Software, Inc." from the question alone."""
-    from finrag.retrieval.store.index import Index
-
-    with Index.open(index_dir) as index:
-        hidden_text = [t for d in hidden for _, t in index.catalog.pages(d)]
-        shown_text = "\n".join(t for d in shown for _, t in index.catalog.pages(d))
-    lines = {ln.strip() for t in hidden_text for ln in t.splitlines()}
-    return list(hidden) + sorted(ln for ln in lines if len(ln) >= 40 and ln not in shown_text)
+    return access_probes.two_collections(tmp_path_factory.mktemp("two-collections"),
+                                         demo_corpus, embedder)
 
 
 @pytest.fixture(scope="session")

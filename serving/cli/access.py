@@ -8,11 +8,28 @@ import json
 import sys
 from pathlib import Path
 
+from finrag.retrieval.systems.options import add_index_option, index_dir
 from finrag.serving.tokens import ALL, TokenError, TokenStore, default_tokens_file
 
 
 def _when(ts: float | None) -> str:
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if ts else "-"
+
+
+def _warn_empty(collections: list[str], args) -> None:
+    """Say which of a new token's collections hold no document of the index (yet): a typo
+    there is a token that reads nothing."""
+    from finrag.retrieval.store.index import Index
+
+    folder = index_dir(args)
+    if ALL in collections or not (folder / "catalog.sqlite").is_file():
+        return
+    with Index.open(folder) as index:
+        empty = sorted(set(collections) - set(index.catalog.collection_counts()))
+    if empty:
+        print(f"warning: no document of the index {folder} is in {', '.join(empty)} yet; the "
+              f"token reads nothing there until one is (`finrag collection list`)",
+              file=sys.stderr)
 
 
 def cmd_token(args) -> int:
@@ -25,6 +42,7 @@ def cmd_token(args) -> int:
                 args.name, args.collection or [],
                 expires_in_s=None if args.expires_days is None else args.expires_days * 86400,
                 ingest=args.ingest, admin=args.admin)
+            _warn_empty(record.collections, args)
             if args.json:
                 print(json.dumps({**record.public(), "token": token}, indent=2))
             else:
@@ -101,12 +119,15 @@ def add_parsers(sub) -> None:
                    help=f"create: a collection it may read; repeatable; '{ALL}' for all")
     p.add_argument("--expires-days", type=float, default=None, metavar="N",
                    help="create: the token stops working N days from now (default: never)")
-    p.add_argument("--ingest", action="store_true", help="create: may ingest and remove")
-    p.add_argument("--admin", action="store_true", help="create: may administer")
+    p.add_argument("--ingest", action="store_true",
+                   help="create: may upload and remove filings over HTTP, in its collections")
+    p.add_argument("--admin", action="store_true",
+                   help="create: may change filings' collections over HTTP, its own only")
     p.add_argument("--file", type=Path, default=None,
                    help="the token file (default: $FINRAG_TOKENS_FILE, else "
                         "~/.config/finrag/tokens.json)")
     p.add_argument("--json", action="store_true", help="create, list: as JSON")
+    add_index_option(p)  # create: warns of collections that hold none of its documents
     p.set_defaults(func=cmd_token)
 
     p = sub.add_parser("audit", help="who read what: the service's audit log, filtered",

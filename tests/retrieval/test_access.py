@@ -116,9 +116,10 @@ def test_scoped_facts_read_only_readable_filings(tmp_path):
 
 @pytest.mark.integration
 def test_a_pipeline_view_never_shows_another_collection(two_collections):
-    """Probes from `alpha` about `beta`'s companies (by name, ticker and description) through
-    every system that reads the index; nothing of `beta` may appear anywhere in an answer.
-    (Asking for a beta document by its id is the scoped index's test above.)"""
+    """The probe suite in process (benchmarks/access_probes.py): a view of `alpha` asked about
+    `beta`'s companies by name, ticker, former name and description through every system
+    that reads the index, and `beta`'s filings asked for by id: nothing of `beta` anywhere."""
+    from finrag.benchmarks.access_probes import probe_pipeline
     from finrag.retrieval.systems.pipelines import Pipeline
 
     root = Pipeline.load(two_collections, profile="tiny", use_llm_router=False)
@@ -126,22 +127,11 @@ def test_a_pipeline_view_never_shows_another_collection(two_collections):
     assert root.scoped(["alpha"]) is pipe and root.scoped(None) is root
     secrets = secrets_of(two_collections, BETA, ALPHA)
     assert len(secrets) > 50
-    probes = ["What was Lumenfield Software's total revenue in 2024?",
-              "What was LMFD's net income in fiscal 2024?",
-              "What did the cloud software company in beta report as revenue in 2024?",
-              "Which risks did the maker of flow-control equipment describe for 2024?"]
-    tried = 0
-    for question in probes:
-        for system in ("hdrr", "cbr", "sfr", "agentic"):
-            answer = pipe.answer(question, system, generate=False).to_dict()
-            tried += 1
-            text = json.dumps(answer)
-            assert not [s for s in secrets if s in text], (question, system)
-            context = (answer.get("retrieved") or {}).get("context") or []
-            assert {c["doc_id"] for c in context} <= set(ALPHA), (question, system)
-    assert tried == 16
+    cases = probe_pipeline(pipe, secrets)
+    assert len(cases) == 18
+    assert [(c.what, c.leaks) for c in cases if c.leaks] == []
     # the same question over everything does reach beta: the view is what kept it out
-    full = root.answer(probes[0], "hdrr", generate=False).to_dict()
+    full = root.answer(cases[0].what.split(": ", 1)[1], "hdrr", generate=False).to_dict()
     assert BETA[0] in json.dumps(full)
     root.close()
 

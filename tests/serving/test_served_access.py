@@ -3,6 +3,7 @@ of two collections. A token for `alpha` probes `beta` through every surface that
 filing's content; nothing of `beta` may reach it. Revoked, expired, wrong and malformed tokens
 get 401, and a token file that others may read stops the service from starting."""
 
+import base64
 import json
 import os
 import shutil
@@ -16,6 +17,7 @@ from conftest import ALPHA, BETA, REPO, secrets_of
 
 from finrag.serving.server import get_json, post_json
 from finrag.serving.tokens import TokenStore
+from finrag.benchmarks.access_probes import probe_http
 from tests.served_app import serve_app
 
 LEGACY = "legacy-token-all-collections"
@@ -32,7 +34,8 @@ def served(two_collections, tmp_path_factory):
     tokens = {"alpha": store.create("desk-alpha", ["alpha"])[1],
               "beta": store.create("desk-beta", ["beta"])[1],
               "revoked": store.create("gone", ["alpha"])[1],
-              "brief": store.create("brief", ["alpha"], expires_in_s=1)[1]}
+              "brief": store.create("brief", ["alpha"], expires_in_s=1)[1],
+              "uploader": store.create("up-alpha", ["alpha"], ingest=True)[1]}
     store.revoke("gone")
     with serve_app(work, work / "index", token=LEGACY,
                    auth={"tokens_file": str(work / "tokens.json")},
@@ -42,9 +45,10 @@ def served(two_collections, tmp_path_factory):
         yield app
 
 
-def _raw(url: str, token: str | None, body: dict | None = None) -> tuple[int, str]:
+def _raw(url: str, token: str | None, body: dict | None = None,
+         method: str | None = None) -> tuple[int, str]:
     req = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(),
-                                 method="GET" if body is None else "POST",
+                                 method=method or ("GET" if body is None else "POST"),
                                  headers={"Content-Type": "application/json"})
     if token is not None:
         req.add_header("Authorization", f"Bearer {token}")
@@ -55,35 +59,17 @@ def _raw(url: str, token: str | None, body: dict | None = None) -> tuple[int, st
         return e.code, e.read().decode()
 
 
-def test_a_token_reads_nothing_of_another_collection(served):
-    url, alpha, secrets = served["url"], served["tokens"]["alpha"], served["secrets"]
-    assert len(secrets) > 50
-    replies = []
-    for question in PROBES:
-        for system in ("hdrr", "cbr", "sfr", "agentic"):
-            replies.append(_raw(url + "/v1/answer", alpha,
-                                {"question": question, "system": system, "generate": False}))
-    # streamed, generated, and through the OpenAI surface, streamed or not
-    replies.append(_raw(url + "/v1/answer", alpha,
-                        {"question": PROBES[0], "system": "hdrr", "stream": True}))
-    for stream in (False, True):
-        replies.append(_raw(url + "/v1/chat/completions", alpha, {
-            "model": "finrag-cbr", "stream": stream,
-            "messages": [{"role": "user", "content": PROBES[0]}]}))
-    replies.append(_raw(url + "/v1/documents?limit=50", alpha))
-    for doc in (BETA[0], "NO_SUCH_2024_10K"):
-        replies.append(_raw(url + f"/v1/documents/{doc}/pages/1", alpha))
-    assert len(replies) == 18
-    # (the page replies name the doc id the caller sent: compared below instead)
-    leaks = [(i, s) for i, (_, body) in enumerate(replies[:16]) for s in secrets if s in body]
-    assert leaks == []
-    assert [status for status, _ in replies[:15]] == [200] * 15
-    docs = json.loads(replies[15][1])
-    assert docs["count"] == 2 and [d["doc_id"] for d in docs["documents"]] == ALPHA
-    # a page of a filing it may not read: the very reply of a filing that does not exist
-    (s1, forbidden), (s2, missing) = replies[16], replies[17]
-    assert s1 == s2 == 404
-    assert forbidden.replace(BETA[0], "X") == missing.replace("NO_SUCH_2024_10K", "X")
+def test_a_token_reads_nothing_of_another_collection(served, demo_corpus):
+    """The probe suite over HTTP (benchmarks/access_probes.py): answers by each system,
+    streamed and OpenAI replies, the document list, another filing's page, refused tokens,
+    and writes the tokens may not make."""
+    tokens = served["tokens"]
+    wrong = tokens["alpha"][:-2] + ("AA" if not tokens["alpha"].endswith("AA") else "BB")
+    cases = probe_http(served["url"], {"reader": tokens["alpha"], "uploader": tokens["uploader"],
+                                       "revoked": tokens["revoked"], "expired": tokens["brief"],
+                                       "wrong": wrong}, served["secrets"], demo_corpus)
+    assert len(served["secrets"]) > 50 and len(cases) == 32
+    assert [(c.surface, c.what, c.status, c.leaks) for c in cases if not c.ok] == []
 
 
 def test_each_token_reads_its_own_and_the_single_token_everything(served):
@@ -133,9 +119,9 @@ def test_the_audit_log_names_tokens_scopes_and_filings_never_a_token(served):
     assert not [name for name, t in served["tokens"].items() if t in text] and LEGACY not in text
     lines = [json.loads(x) for x in text.splitlines()]
     alpha = [e for e in lines if e["token"] == "desk-alpha"]
-    assert len(alpha) >= 15 and all(e["collections"] == ["alpha"] for e in alpha)
+    assert len(alpha) >= 19 and all(e["collections"] == ["alpha"] for e in alpha)
     answered = [e for e in alpha if e["path"] in ("/v1/answer", "/v1/chat/completions")]
-    assert len(answered) == 15 and all(set(e["routed"]) | set(e["cited"]) <= set(ALPHA)
+    assert len(answered) == 19 and all(set(e["routed"]) | set(e["cited"]) <= set(ALPHA)
                                        for e in answered)
     assert any(e["path"] == "page" and e["status"] == 404 and e["doc"] == BETA[0] for e in alpha)
     assert [e for e in lines if e["token"] == "-" and e["status"] == 401]
@@ -146,3 +132,50 @@ def test_the_audit_log_names_tokens_scopes_and_filings_never_a_token(served):
     beta = [json.loads(x) for x in res.stdout.splitlines()]
     assert beta and {e["token"] for e in beta} == {"desk-beta"}
     assert any(BETA[0] in e["routed"] for e in beta)
+
+
+def test_writes_over_http_need_the_right_and_take_effect_at_once(served, demo_corpus):
+    """Runs last: it changes the served index. A token without the ingest right cannot upload
+    or remove, nor one without the admin right change collections; the uploader's filing is
+    read at once by its collection's readers and by nobody else; taking a filing out of a
+    collection takes it out of that collection's reach at once."""
+    url, tokens = served["url"], served["tokens"]
+    new = "LUMENFIELD_2023_10K"
+    asked = {"question": "What was Lumenfield Software's total revenue in fiscal 2023?",
+             "generate": False}
+    upload = {"filename": f"{new}.pdf", "collections": ["alpha"], "content": base64.b64encode(
+        (demo_corpus.out_dir / f"{new}.pdf").read_bytes()).decode()}
+    refused = [_raw(url + "/v1/documents", tokens["alpha"], upload),
+               _raw(url + f"/v1/documents/{ALPHA[0]}", tokens["alpha"], method="DELETE"),
+               _raw(url + f"/v1/documents/{ALPHA[0]}/collections", tokens["uploader"],
+                    {"add": ["beta"]}, method="PUT"),
+               _raw(url + "/v1/documents", tokens["uploader"], {**upload, "collections": ["beta"]})]
+    assert [s for s, _ in refused] == [403] * 4, refused
+    status, body = _raw(url + "/v1/documents", tokens["uploader"], upload)
+    assert status == 201, body
+    assert json.loads(body)["doc_id"] == new
+    for token, sees in ((tokens["alpha"], True), (tokens["beta"], False)):
+        status, body = _raw(url + "/v1/answer", token, asked)
+        assert status == 200 and (new in json.loads(body)["routing"]["doc_ids"]) is sees
+        listed = json.loads(_raw(url + "/v1/documents", token)[1])["documents"]
+        assert (new in [d["doc_id"] for d in listed]) is sees
+    # another collection's filing, to the uploader: as missing as one that does not exist
+    gone = [_raw(url + f"/v1/documents/{d}", tokens["uploader"], method="DELETE")
+            for d in (BETA[0], "NO_SUCH_2024_10K")]
+    assert gone[0][0] == gone[1][0] == 404
+    assert gone[0][1].replace(BETA[0], "X") == gone[1][1].replace("NO_SUCH_2024_10K", "X")
+    status, body = _raw(url + f"/v1/documents/{new}", tokens["uploader"], method="DELETE")
+    assert status == 200 and json.loads(body) == {"doc_id": new, "removed": True}
+    status, body = _raw(url + "/v1/answer", tokens["alpha"], asked)
+    assert status == 200 and new not in body
+    # the operator moves an alpha filing to beta: alpha's readers lose it at once
+    status, body = _raw(url + f"/v1/documents/{ALPHA[1]}/collections", LEGACY,
+                        {"add": ["beta"], "remove": ["alpha"]}, method="PUT")
+    assert status == 200 and json.loads(body)["collections"] == ["beta"]
+    assert _raw(url + f"/v1/documents/{ALPHA[1]}/pages/1", tokens["alpha"])[0] == 404
+    assert _raw(url + f"/v1/documents/{ALPHA[1]}/pages/1", tokens["beta"])[0] == 200
+    log = [json.loads(x) for x in (served["log"].parent / "audit.jsonl").read_text().splitlines()]
+    writes = [(e["token"], e["path"], e["status"]) for e in log
+              if e["path"] in ("ingest", "remove", "collections")]
+    assert ("up-alpha", "ingest", 201) in writes and ("desk-alpha", "ingest", 403) in writes
+    assert ("up-alpha", "remove", 200) in writes and ("api-token", "collections", 200) in writes

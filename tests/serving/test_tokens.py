@@ -76,3 +76,21 @@ def test_a_file_others_may_read_is_refused_naming_it(store, tmp_path):
     os.chmod(bad, 0o600)
     with pytest.raises(TokenError, match="not a finrag token file"):
         TokenStore(bad).list()
+
+
+def test_creating_a_token_for_a_collection_the_index_lacks_warns(two_collections, tmp_path,
+                                                                 capsys):
+    """A typo in a collection name is a token that reads nothing: `finrag token create` says
+    so when the index holds no document of it (and still makes the token: one may be made
+    before its collection's first ingest)."""
+    from finrag.serving.cli import main
+
+    tokens = tmp_path / "tokens.json"
+    assert main(["token", "create", "t1", "--collection", "alpha", "--collection", "aplha",
+                 "--index", str(two_collections), "--file", str(tokens)]) == 0
+    err = capsys.readouterr().err
+    assert "is in aplha yet" in err and "alpha," not in err
+    assert main(["token", "create", "t2", "--collection", "beta", "--index",
+                 str(two_collections), "--file", str(tokens)]) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert [r.name for r in TokenStore(tokens).list()] == ["t1", "t2"]
