@@ -119,20 +119,12 @@ def test_page_endpoint_highlights_the_passage(served, question):
 
 
 def _chrome():
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    if not (chromium and driver):
-        pytest.skip("the browser test needs Debian's chromium and chromium-driver "
-                    "(`make test` installs them)")
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
+    from finrag.benchmarks.browser import NoBrowser, chrome
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                "--window-size=1500,1100"):
-        options.add_argument(arg)
-    os.environ.setdefault("SE_OFFLINE", "true")  # never let Selenium look for drivers online
-    return webdriver.Chrome(service=Service(driver), options=options)
+    try:
+        return chrome()
+    except NoBrowser as exc:
+        pytest.skip(str(exc))
 
 
 def test_web_page_answers_and_opens_the_cited_page(served, question):
