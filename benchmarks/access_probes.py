@@ -197,8 +197,49 @@ def probe_http(url: str, tokens: dict[str, str], secrets: list[str], corpus) -> 
     return cases
 
 
+def probe_web_page(url: str, token: str, secrets: list[str], browser) -> list[Case]:
+    """The web page in a real browser with `alpha`'s reader token (``browser``: a Selenium
+    driver, ``benchmarks/browser.py``): beta's companies asked about through two systems; the
+    whole page after each answer (its text and HTML, the document list the page loads
+    included) must hold nothing of beta."""
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    cases = []
+    browser.get(url + "/")
+    wait = WebDriverWait(browser, 600, ignored_exceptions=(StaleElementReferenceException,))
+    browser.find_element(By.ID, "token").send_keys(token, Keys.TAB)
+    # the page rebuilds its list of systems once the token lets it read /v1/models
+    wait.until(lambda b: "agentic" in b.execute_script(
+        "return [...document.querySelectorAll('#system option')].map(o => o.value)"))
+    for question in QUESTIONS[:2]:
+        for system in ("hdrr", "cbr"):
+            def chosen(b, system=system) -> bool:
+                Select(b.find_element(By.ID, "system")).select_by_value(system)
+                return b.find_element(By.ID, "system").get_attribute("value") == system
+
+            wait.until(chosen)
+            box = browser.find_element(By.ID, "question")
+            box.clear()
+            box.send_keys(question)
+            browser.execute_script("document.getElementById('status').textContent = ''")
+            browser.find_element(By.ID, "ask").click()
+            wait.until(lambda b: b.find_element(By.ID, "status").text == "done"
+                       or "error" in (b.find_element(By.ID, "answer").get_attribute("class")
+                                      or ""))
+            page = browser.page_source + browser.find_element(By.TAG_NAME, "body").text
+            leaks = _leaks(page, secrets)
+            if browser.find_element(By.ID, "status").text != "done":
+                leaks.append("no answer: " + browser.find_element(By.ID, "answer").text[:200])
+            cases.append(Case("web page", f"{system}: {question}", None, None, leaks))
+    return cases
+
+
 def run(profile: str, progress=print) -> dict[str, Any]:
     """The whole suite on ``profile``: the index, in-process probes, then the served app."""
+    from finrag.benchmarks.browser import NoBrowser, chrome
     from finrag.models.profiles import load_config, load_profile_embedder
     from finrag.retrieval.systems.pipelines import Pipeline
     from finrag.serving.cli.demo_corpus import generate_demo_corpus
@@ -231,6 +272,15 @@ def run(profile: str, progress=print) -> dict[str, Any]:
                         auth={"tokens_file": str(store.path)})
         with Service(cfg, port=free_port()) as url:
             cases += probe_http(url, tokens, secrets, corpus)
+            try:
+                browser = chrome()
+            except NoBrowser as exc:
+                progress(f"no web page probes: {exc}")
+            else:
+                try:
+                    cases += probe_web_page(url, tokens["reader"], secrets, browser)
+                finally:
+                    browser.quit()
         progress(f"in all: {len(cases)} cases")
     return {"profile": profile, "secrets": len(secrets), "cases": [asdict(c) | {"ok": c.ok}
                                                                    for c in cases]}

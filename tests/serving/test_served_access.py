@@ -17,7 +17,7 @@ from conftest import ALPHA, BETA, REPO, secrets_of
 
 from finrag.serving.server import get_json, post_json
 from finrag.serving.tokens import TokenStore
-from finrag.benchmarks.access_probes import probe_http
+from finrag.benchmarks.access_probes import probe_http, probe_web_page
 from tests.served_app import serve_app
 
 LEGACY = "legacy-token-all-collections"
@@ -72,6 +72,20 @@ def test_a_token_reads_nothing_of_another_collection(served, demo_corpus):
     assert [(c.surface, c.what, c.status, c.leaks) for c in cases if not c.ok] == []
 
 
+def test_the_web_page_shows_nothing_of_another_collection(served):
+    """In a real browser, with `alpha`'s token: beta's companies asked about through the page
+    (its document list loaded too); nothing of beta anywhere on it."""
+    from tests.serving.test_clients import _chrome
+
+    browser = _chrome()
+    try:
+        cases = probe_web_page(served["url"], served["tokens"]["alpha"], served["secrets"],
+                               browser)
+    finally:
+        browser.quit()
+    assert len(cases) == 4 and [(c.what, c.leaks) for c in cases if c.leaks] == []
+
+
 def test_each_token_reads_its_own_and_the_single_token_everything(served):
     url = served["url"]
     status, body = get_json(url + "/v1/documents", token=served["tokens"]["beta"])
@@ -119,9 +133,9 @@ def test_the_audit_log_names_tokens_scopes_and_filings_never_a_token(served):
     assert not [name for name, t in served["tokens"].items() if t in text] and LEGACY not in text
     lines = [json.loads(x) for x in text.splitlines()]
     alpha = [e for e in lines if e["token"] == "desk-alpha"]
-    assert len(alpha) >= 19 and all(e["collections"] == ["alpha"] for e in alpha)
+    assert len(alpha) >= 23 and all(e["collections"] == ["alpha"] for e in alpha)
     answered = [e for e in alpha if e["path"] in ("/v1/answer", "/v1/chat/completions")]
-    assert len(answered) == 19 and all(set(e["routed"]) | set(e["cited"]) <= set(ALPHA)
+    assert len(answered) == 23 and all(set(e["routed"]) | set(e["cited"]) <= set(ALPHA)
                                        for e in answered)
     assert any(e["path"] == "page" and e["status"] == 404 and e["doc"] == BETA[0] for e in alpha)
     assert [e for e in lines if e["token"] == "-" and e["status"] == 401]
