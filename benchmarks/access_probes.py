@@ -16,6 +16,9 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
+import subprocess
+import sys
 import tempfile
 import urllib.error
 import urllib.request
@@ -40,7 +43,7 @@ SYSTEMS = ("hdrr", "cbr", "sfr", "agentic")
 
 @dataclass
 class Case:
-    surface: str  # in process, answer, stream, openai, documents, page, token, write
+    surface: str  # in process, batch, answer, stream, openai, documents, page, token, write…
     what: str
     expected: int | None  # the HTTP status expected (None in process)
     status: int | None
@@ -237,6 +240,32 @@ def probe_web_page(url: str, token: str, secrets: list[str], browser) -> list[Ca
     return cases
 
 
+def probe_batch(index: Path, profile: str, secrets: list[str], work: Path) -> list[Case]:
+    """`finrag batch --collection alpha` on Ray Data, beta's companies asked about: one case
+    per answer written (the scope travels to every actor)."""
+    questions, out = work / "probe-questions.jsonl", work / "probe-answers.jsonl"
+    questions.write_text("".join(json.dumps({"id": f"q{i}", "question": q}) + "\n"
+                                 for i, q in enumerate(QUESTIONS)))
+    done = subprocess.run(
+        [sys.executable, "-m", "finrag.serving.cli", "batch", str(questions), "--out", str(out),
+         "--index", str(index), "--profile", profile, "--collection", "alpha", "--workers", "1",
+         "--no-generate", "-q"], capture_output=True, text=True, timeout=1800,
+        env=dict(os.environ, HF_HUB_OFFLINE="1"))
+    if done.returncode != 0:
+        return [Case("batch", "finrag batch failed: " + done.stderr.strip()[-300:], None, None,
+                     ["no answers"])]
+    cases = []
+    for line in out.read_text().splitlines():
+        record = json.loads(line)
+        cited = {c["doc_id"] for c in (record.get("retrieved") or {}).get("context") or []}
+        cases.append(Case("batch", f"hdrr: {record['query']}", None, None,
+                          _leaks(line, secrets) + sorted(cited - set(ALPHA))))
+    if len(cases) != len(QUESTIONS):
+        cases.append(Case("batch", "one answer per question", None, None,
+                          [f"{len(cases)} answers for {len(QUESTIONS)} questions"]))
+    return cases
+
+
 def run(profile: str, progress=print) -> dict[str, Any]:
     """The whole suite on ``profile``: the index, in-process probes, then the served app."""
     from finrag.benchmarks.browser import NoBrowser, chrome
@@ -259,7 +288,8 @@ def run(profile: str, progress=print) -> dict[str, Any]:
             cases = probe_pipeline(root.scoped(["alpha"]), secrets)
         finally:
             root.close()
-        progress(f"in process: {len(cases)} cases")
+        cases += probe_batch(index, profile, secrets, work)
+        progress(f"in process and batch: {len(cases)} cases")
         store = TokenStore(work / "tokens.json")
         tokens = {"reader": store.create("desk-alpha", ["alpha"])[1],
                   "uploader": store.create("up-alpha", ["alpha"], ingest=True)[1],

@@ -15,9 +15,9 @@ import urllib.request
 import pytest
 from conftest import ALPHA, BETA, REPO, secrets_of
 
+from finrag.benchmarks.access_probes import probe_http, probe_web_page, request
 from finrag.serving.server import get_json, post_json
 from finrag.serving.tokens import TokenStore
-from finrag.benchmarks.access_probes import probe_http, probe_web_page
 from tests.served_app import serve_app
 
 LEGACY = "legacy-token-all-collections"
@@ -43,20 +43,6 @@ def served(two_collections, tmp_path_factory):
         app["tokens"] = tokens
         app["secrets"] = secrets_of(two_collections, BETA, ALPHA)
         yield app
-
-
-def _raw(url: str, token: str | None, body: dict | None = None,
-         method: str | None = None) -> tuple[int, str]:
-    req = urllib.request.Request(url, data=None if body is None else json.dumps(body).encode(),
-                                 method=method or ("GET" if body is None else "POST"),
-                                 headers={"Content-Type": "application/json"})
-    if token is not None:
-        req.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(req, timeout=600) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
 
 
 def test_a_token_reads_nothing_of_another_collection(served, demo_corpus):
@@ -103,7 +89,7 @@ def test_revoked_expired_wrong_and_malformed_tokens_get_401(served):
     url, tokens = served["url"], served["tokens"]
     wrong = tokens["alpha"][:-2] + ("AA" if not tokens["alpha"].endswith("AA") else "BB")
     for token in (tokens["revoked"], tokens["brief"], wrong, "frg_nonsense", "x" * 40):
-        status, body = _raw(url + "/v1/documents", token)
+        status, body = request(url + "/v1/documents", token)
         assert status == 401, (token[:8], body)
     # a header that is not ASCII, and one with no scheme: 401, never a 500
     for header in ("Bearer t\u00f6ken-t\u00f6ken-t\u00f6ken", "frg_only"):
@@ -159,35 +145,35 @@ def test_writes_over_http_need_the_right_and_take_effect_at_once(served, demo_co
              "generate": False}
     upload = {"filename": f"{new}.pdf", "collections": ["alpha"], "content": base64.b64encode(
         (demo_corpus.out_dir / f"{new}.pdf").read_bytes()).decode()}
-    refused = [_raw(url + "/v1/documents", tokens["alpha"], upload),
-               _raw(url + f"/v1/documents/{ALPHA[0]}", tokens["alpha"], method="DELETE"),
-               _raw(url + f"/v1/documents/{ALPHA[0]}/collections", tokens["uploader"],
+    refused = [request(url + "/v1/documents", tokens["alpha"], upload),
+               request(url + f"/v1/documents/{ALPHA[0]}", tokens["alpha"], method="DELETE"),
+               request(url + f"/v1/documents/{ALPHA[0]}/collections", tokens["uploader"],
                     {"add": ["beta"]}, method="PUT"),
-               _raw(url + "/v1/documents", tokens["uploader"], {**upload, "collections": ["beta"]})]
+               request(url + "/v1/documents", tokens["uploader"], {**upload, "collections": ["beta"]})]
     assert [s for s, _ in refused] == [403] * 4, refused
-    status, body = _raw(url + "/v1/documents", tokens["uploader"], upload)
+    status, body = request(url + "/v1/documents", tokens["uploader"], upload)
     assert status == 201, body
     assert json.loads(body)["doc_id"] == new
     for token, sees in ((tokens["alpha"], True), (tokens["beta"], False)):
-        status, body = _raw(url + "/v1/answer", token, asked)
+        status, body = request(url + "/v1/answer", token, asked)
         assert status == 200 and (new in json.loads(body)["routing"]["doc_ids"]) is sees
-        listed = json.loads(_raw(url + "/v1/documents", token)[1])["documents"]
+        listed = json.loads(request(url + "/v1/documents", token)[1])["documents"]
         assert (new in [d["doc_id"] for d in listed]) is sees
     # another collection's filing, to the uploader: as missing as one that does not exist
-    gone = [_raw(url + f"/v1/documents/{d}", tokens["uploader"], method="DELETE")
+    gone = [request(url + f"/v1/documents/{d}", tokens["uploader"], method="DELETE")
             for d in (BETA[0], "NO_SUCH_2024_10K")]
     assert gone[0][0] == gone[1][0] == 404
     assert gone[0][1].replace(BETA[0], "X") == gone[1][1].replace("NO_SUCH_2024_10K", "X")
-    status, body = _raw(url + f"/v1/documents/{new}", tokens["uploader"], method="DELETE")
+    status, body = request(url + f"/v1/documents/{new}", tokens["uploader"], method="DELETE")
     assert status == 200 and json.loads(body) == {"doc_id": new, "removed": True}
-    status, body = _raw(url + "/v1/answer", tokens["alpha"], asked)
+    status, body = request(url + "/v1/answer", tokens["alpha"], asked)
     assert status == 200 and new not in body
     # the operator moves an alpha filing to beta: alpha's readers lose it at once
-    status, body = _raw(url + f"/v1/documents/{ALPHA[1]}/collections", LEGACY,
+    status, body = request(url + f"/v1/documents/{ALPHA[1]}/collections", LEGACY,
                         {"add": ["beta"], "remove": ["alpha"]}, method="PUT")
     assert status == 200 and json.loads(body)["collections"] == ["beta"]
-    assert _raw(url + f"/v1/documents/{ALPHA[1]}/pages/1", tokens["alpha"])[0] == 404
-    assert _raw(url + f"/v1/documents/{ALPHA[1]}/pages/1", tokens["beta"])[0] == 200
+    assert request(url + f"/v1/documents/{ALPHA[1]}/pages/1", tokens["alpha"])[0] == 404
+    assert request(url + f"/v1/documents/{ALPHA[1]}/pages/1", tokens["beta"])[0] == 200
     log = [json.loads(x) for x in (served["log"].parent / "audit.jsonl").read_text().splitlines()]
     writes = [(e["token"], e["path"], e["status"]) for e in log
               if e["path"] in ("ingest", "remove", "collections")]
