@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from finrag.models.devices import DEVICE_PATTERN, LLM_KINDS, memory_shares, resolve_device
 from finrag.models.weights import (PACKAGED, PackagedArchive, PackagedFile, PackagedModel, WeightsError,
@@ -31,6 +31,16 @@ class RoleSpec(BaseModel):
     # add up to at most models.devices.MAX_DEVICE_SHARE. Also the role's Ray num_gpus when it
     # is served in a deployment of its own and the deploy YAML does not say.
     memory_share: float | None = Field(None, gt=0, le=1)
+    # sentence-transformers embedders: torch, or OpenVINO (models/openvino_embedder.py; the
+    # same vectors within bfloat16's tolerance, so an index takes either)
+    runtime: Literal["torch", "openvino"] = "torch"
+
+    @model_validator(mode="after")
+    def _runtime_fits(self) -> "RoleSpec":
+        if self.runtime == "openvino" and self.kind != "sentence-transformers":
+            raise ValueError(f"runtime openvino runs a sentence-transformers embedder, "
+                             f"not {self.kind}")
+        return self
 
 
 class CascadeSettings(BaseModel):
@@ -331,6 +341,17 @@ def load_profile_embedder(profile: Profile, role: str = "embedder", **kwargs):
     spec = profile.role(role)
     device = resolve_device(spec.device, role=role)
     kwargs.setdefault("device", device)
+    if spec.runtime == "openvino":
+        if not device.startswith("cpu"):
+            raise ValueError(f"role {role}: runtime openvino runs on the CPU, not {device}")
+        from finrag.models.openvino_embedder import OpenVinoEmbedder
+
+        kwargs.pop("device")
+        if spec.model in ("minilm", MINILM_L6_V2.model_id):
+            embedder = OpenVinoEmbedder.packaged(MINILM_L6_V2, **kwargs)
+            embedder.name = "minilm"
+            return embedder
+        return OpenVinoEmbedder(resolve_role(profile, role).path, model_id=spec.model, **kwargs)
     if spec.model in ("minilm", MINILM_L6_V2.model_id):
         return load_embedder("minilm", **kwargs)
     path = resolve_role(profile, role).path

@@ -129,7 +129,8 @@ class Pipeline:
         except ValueError:
             index.close()
             raise
-        shared = embedder if prof.role("light_reranker").model == prof.role("embedder").model else None
+        same = [(prof.role(r).model, prof.role(r).runtime) for r in ("light_reranker", "embedder")]
+        shared = embedder if same[0] == same[1] else None
         light = load_reranker(prof, "light_reranker", embedder=shared)
         variants = {}
         for variant, folder in (variant_dirs or {}).items():
