@@ -415,6 +415,9 @@ class Ingress:
         except ApiError as exc:
             self.gate.record(grant, action, exc.status, **what)
             raise
+        except Exception:  # a fault of ours: a 500 with an incident id, and in the audit too
+            self.gate.record(grant, action, 500, **what)
+            raise
         status, body = result if isinstance(result, tuple) else (200, result)
         self.gate.record(grant, action, status, **what)
         return JSONResponse(body, status_code=status)
