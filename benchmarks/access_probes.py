@@ -25,6 +25,7 @@ import urllib.request
 from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from finrag.benchmarks import report as R
@@ -56,7 +57,7 @@ class Case:
 
 def two_collections(folder: Path, corpus, embedder) -> Path:
     """An index of ALPHA in collection `alpha` and BETA in `beta` (``corpus``: the demo
-    corpus, ``generate_demo_corpus``)."""
+    corpus, with its ``out_dir`` and ``metadata_path``)."""
     from finrag.retrieval.indexer import Ingestor
 
     for collection, docs in (("alpha", ALPHA), ("beta", BETA)):
@@ -271,14 +272,17 @@ def run(profile: str, progress=print) -> dict[str, Any]:
     from finrag.benchmarks.browser import NoBrowser, chrome
     from finrag.models.profiles import load_config, load_profile_embedder
     from finrag.retrieval.systems.pipelines import Pipeline
-    from finrag.serving.cli.demo_corpus import generate_demo_corpus
     from finrag.serving.config import AppConfig
     from finrag.serving.server import Service, free_port
     from finrag.serving.tokens import TokenStore
 
     with tempfile.TemporaryDirectory(prefix="finrag-probes-") as work:
         work = Path(work)
-        corpus = generate_demo_corpus(work / "corpus")
+        # the demo corpus through its command: benchmarks never import the CLI's code
+        subprocess.run([sys.executable, "-m", "finrag.serving.cli.demo_corpus",
+                        str(work / "corpus")], check=True, capture_output=True, timeout=600)
+        corpus = SimpleNamespace(out_dir=work / "corpus",
+                                 metadata_path=work / "corpus" / "documents.jsonl")
         index = two_collections(work / "index", corpus,
                                 load_profile_embedder(load_config().active(profile)))
         secrets = secrets_of(index, BETA, ALPHA)
