@@ -19,7 +19,8 @@ def cmd_ingest(args) -> int:
 
     companies = CompanyTable.load(args.companies or [])
     profile = load_config().active(args.profile)
-    embedder = load_profile_embedder(profile, batch_size=args.batch_size)
+    embedder = load_profile_embedder(profile, **(
+        {"batch_size": args.batch_size} if args.batch_size else {}))
     contextualizer = None
     if args.variant == "llmctx":  # the profile's generator writes the contexts
         from finrag.models.profiles import load_llm
@@ -186,7 +187,9 @@ def add_parsers(sub) -> None:
                    help="extra company table YAML (name, ticker, aliases); repeatable")
     p.add_argument("--chunk-size", type=int, default=2500, help="characters per chunk (2500)")
     p.add_argument("--chunk-overlap", type=int, default=1250, help="overlap in characters (1250)")
-    p.add_argument("--batch-size", type=int, default=32, help="embedding batch size (32)")
+    p.add_argument("--batch-size", type=int, default=None,
+                   help="embedding batch size (the embedder's own: 32 on torch, 8 on OpenVINO, "
+                        "its fastest on two cores)")
     p.add_argument("--no-tables", action="store_true", help="skip table extraction")
     p.add_argument("--variant", choices=("plain", "meta", "llmctx"), default="plain",
                    help="indexed chunk text, fixed per index: plain; meta (V-A: "
