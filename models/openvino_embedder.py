@@ -22,17 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
-from finrag.models.weights import MINILM_L6_V2, PackagedModel, cache_dir, resolve_packaged
+from finrag.models.weights import (MINILM_L6_V2, PackagedModel, cache_dir, resolve_packaged,
+                                   sha256_file)
 
 CONVERSION_VERSION = 1  # bump when the conversion below changes what the model computes
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _check_mean_pooling(folder: Path) -> None:
@@ -59,7 +52,7 @@ def converted(folder: str | Path) -> Path:
     folder = Path(folder)
     _check_mean_pooling(folder)
     key = hashlib.sha256("|".join([
-        _sha256(folder / "model.safetensors"), torch.__version__, openvino.__version__,
+        sha256_file(folder / "model.safetensors"), torch.__version__, openvino.__version__,
         str(CONVERSION_VERSION)]).encode()).hexdigest()[:20]
     out = cache_dir() / "openvino" / key
     if (out / "model.xml").is_file():

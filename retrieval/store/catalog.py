@@ -204,7 +204,6 @@ class Catalog(CatalogReader):
                                 (DEFAULT_COLLECTION,))
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.execute("PRAGMA busy_timeout=10000")
-        self._writes = 0  # this connection's document writes (the scope cache's key)
         self._scopes: dict[tuple, tuple[np.ndarray, list[tuple[int, int]]]] = {}
 
     def close(self) -> None:
@@ -253,7 +252,6 @@ class Catalog(CatalogReader):
         Returns the document's key and its chunk ids."""
         if len(chunks) != len(vectors):
             raise ValueError("one vector per chunk is required")
-        self._writes += 1
         with self.db:  # one transaction: a crash leaves no part of the document behind
             if replace:
                 self._delete(meta.doc_id)
@@ -306,7 +304,6 @@ class Catalog(CatalogReader):
             return self._delete(doc_id)
 
     def _delete(self, doc_id: str) -> list[int]:  # inside the caller's transaction
-        self._writes += 1
         rows = self.db.execute(
             "SELECT c.id, c.text FROM chunks c JOIN documents d ON c.doc = d.id "
             "WHERE d.doc_id = ?", (doc_id,)
@@ -437,10 +434,9 @@ class Catalog(CatalogReader):
     def _scope(self, doc_pks: list[int]) -> tuple[np.ndarray, list[tuple[int, int]]]:
         """(chunk ids, their runs) of some documents, kept while the database is unchanged:
         a caller's scope (every document it may read) is the same on each of its searches, and
-        reading its ids costs more than the search. ``PRAGMA data_version`` moves when another
-        connection commits; this one's own writes count in ``_writes``."""
-        (version,) = self.db.execute("PRAGMA data_version").fetchone()
-        key = (version, self._writes, tuple(sorted(doc_pks)))
+        reading its ids costs more than the search. The generation moves with every document
+        written or removed, by this connection or another."""
+        key = (self.generation(), tuple(sorted(doc_pks)))
         found = self._scopes.get(key)
         if found is None:
             marks = ",".join("?" * len(doc_pks))
