@@ -16,14 +16,16 @@ import hashlib
 import sqlite3
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from dataclasses import replace as with_fields
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 from finrag.retrieval.ingest.chunking import chunk_pages
 from finrag.retrieval.routing.companies import CompanyTable
-from finrag.retrieval.documents import DocumentError, DocumentMeta, ParsedDocument, check_collections
+from finrag.retrieval.documents import (Chunk, DocumentError, DocumentMeta, ParsedDocument,
+                                        check_collections)
 from finrag.retrieval.facts.companyfacts import is_companyfacts_file
 from finrag.retrieval.facts.load import load_companyfacts, load_inline
 from finrag.retrieval.facts.model import FactsError
@@ -36,8 +38,11 @@ from finrag.retrieval.ingest.html import parse_sec_html
 from finrag.retrieval.ingest.kinds import SUFFIXES, file_kind
 from finrag.retrieval.ingest.variants import ContextStore, Contextualizer, check_variant, indexed_chunks
 
+if TYPE_CHECKING:
+    import numpy as np
 
-def _one_line(path: Path, e: Exception) -> str:
+
+def failure_line(path: Path, e: Exception) -> str:
     """A file's failure in one line that starts with its path."""
     if isinstance(e, (DocumentError, ValueError)):
         message = str(e).splitlines()[0] if str(e).strip() else type(e).__name__
@@ -196,6 +201,52 @@ def _apply_hints(meta: DocumentMeta, parsed: ParsedDocument, *, override: bool) 
     return meta
 
 
+@dataclass
+class DocumentJob:
+    """A file the writer has decided to index: its bytes' sha256 and its resolved metadata."""
+    path: Path
+    sha256: str
+    meta: DocumentMeta
+    hints_override: bool  # the metadata was only guessed from the file name
+
+
+@dataclass(frozen=True)
+class ParseOptions:
+    """Everything parsing and chunking a file depends on, besides the file."""
+    chunk_size: int
+    chunk_overlap: int
+    tables: bool
+    accept_repaired: bool
+    limits: IngestLimits
+    collections: tuple[str, ...]  # for a document whose metadata names none
+    companies: CompanyTable
+
+
+@dataclass
+class PreparedDocument:
+    """A file read, checked and chunked, not yet embedded."""
+    job: DocumentJob
+    meta: DocumentMeta
+    parsed: ParsedDocument
+    chunks: list[Chunk]
+    parse_seconds: float
+
+
+def prepare_document(job: DocumentJob, options: ParseOptions) -> PreparedDocument:
+    """Parse (tables too), check the filing's own identity tags, fill metadata from them and
+    chunk: the part of an ingest that needs no index and no model, so it runs anywhere."""
+    t0 = time.perf_counter()
+    path = job.path
+    parsed = parse_file(path, tables=options.tables, accept_repaired=options.accept_repaired,
+                        limits=options.limits)
+    _check_identity(path, job.meta, parsed, options.companies)
+    meta = _apply_hints(with_fields(job.meta), parsed, override=job.hints_override)
+    if not meta.collections:
+        meta = with_fields(meta, collections=list(options.collections))
+    chunks = chunk_pages(parsed.pages, size=options.chunk_size, overlap=options.chunk_overlap)
+    return PreparedDocument(job, meta, parsed, chunks, time.perf_counter() - t0)
+
+
 class Ingestor:
     """Holds the embedder and index for a run; ``run(paths)`` does the work.
 
@@ -256,7 +307,9 @@ class Ingestor:
     def close(self) -> None:
         self.index.close()
 
-    def ingest_one(self, path: Path, report: IngestReport) -> None:
+    def plan(self, path: Path, report: IngestReport) -> DocumentJob | None:
+        """What to do with one file, decided before it is read: None when there is nothing to
+        parse (a facts file, stored here at once; a document indexed before, skipped)."""
         if not path.is_file():
             raise DocumentError(f"{path}: no such file")
         sha = sha256_of(path)
@@ -264,7 +317,7 @@ class Ingestor:
         if kind == "facts":
             self._facts(path, report, lambda: load_companyfacts(self.facts, path, sha,
                                                                  self.companies), always=True)
-            return
+            return None
         known = self.index.catalog.document_by_sha(sha)
         try:
             meta = resolve_metadata(path, self.sidecar, self.companies)
@@ -272,17 +325,27 @@ class Ingestor:
             if not known:
                 raise
             meta = known  # indexed before: its record names it
+        if self._check_new(path, sha, meta) is None:
+            report.skipped.append(str(path))
+            if kind == "html":  # facts of a filing indexed before
+                self._facts(path, report, lambda: load_inline(self.facts, path, known.doc_id,
+                                                              sha, self.companies))
+            return None
+        return DocumentJob(path=path, sha256=sha, meta=meta,
+                           hints_override=meta.doc_id not in self.sidecar)
+
+    def _check_new(self, path: Path, sha: str, meta: DocumentMeta) -> bool | None:
+        """None if these bytes are indexed under this id already; else whether the file
+        replaces an indexed document of its id. Asked again at commit: a document committed
+        since (the same file twice in one run) counts."""
+        known = self.index.catalog.document_by_sha(sha)
         if known and known.doc_id != meta.doc_id:
             # the same bytes under another name: indexing them twice would answer twice
             raise DocumentError(
                 f"{path}: holds the same content as {known.doc_id} (indexed from "
                 f"{Path(known.source_path).name}); not indexed again as {meta.doc_id}")
         if known:
-            report.skipped.append(str(path))
-            if kind == "html":  # facts of a filing indexed before
-                self._facts(path, report, lambda: load_inline(self.facts, path, known.doc_id,
-                                                              sha, self.companies))
-            return
+            return None
         existing = self.index.catalog.document(meta.doc_id)
         if existing and not self.replace:
             raise DocumentError(
@@ -290,47 +353,59 @@ class Ingestor:
                 f"{existing.source_path} with different content (sha256 differs); pass "
                 f"--replace to index this file instead, or `finrag remove {meta.doc_id}`"
             )
-        t0 = time.perf_counter()
-        parsed = parse_file(path, tables=self.tables, accept_repaired=self.accept_repaired,
-                            limits=self.limits)
-        _check_identity(path, meta, parsed, self.companies)
-        meta = _apply_hints(meta, parsed, override=meta.doc_id not in self.sidecar)
-        if not meta.collections:
-            meta = with_fields(meta, collections=self.collections)
+        return existing is not None
+
+    @property
+    def parse_options(self) -> ParseOptions:
         settings = self.index.settings
-        chunks = chunk_pages(parsed.pages, size=settings.chunk_size, overlap=settings.chunk_overlap)
-        contexts, t_ctx = None, time.perf_counter()
-        if self.contextualizer is not None:
+        return ParseOptions(chunk_size=settings.chunk_size, chunk_overlap=settings.chunk_overlap,
+                            tables=self.tables, accept_repaired=self.accept_repaired,
+                            limits=self.limits, collections=tuple(self.collections),
+                            companies=self.companies)
+
+    def ingest_one(self, path: Path, report: IngestReport) -> None:
+        job = self.plan(path, report)
+        if job is None:
+            return
+        doc = prepare_document(job, self.parse_options)
+        contexts = None
+        if self.contextualizer is not None:  # its time is not parse time: counted apart
             c = self.contextualizer
             before = (c.generated, c.reused, c.seconds)
-            contexts = c.contextualize(meta, parsed, chunks, store=self.contexts, sha256=sha,
-                                       progress=self.progress)
+            contexts = c.contextualize(doc.meta, doc.parsed, doc.chunks, store=self.contexts,
+                                       sha256=job.sha256, progress=self.progress)
             report.contexts_generated += c.generated - before[0]
             report.contexts_reused += c.reused - before[1]
             report.context_seconds += c.seconds - before[2]  # LLM time only
-        t_ctx = time.perf_counter() - t_ctx
-        chunks = indexed_chunks(self.variant, meta, chunks, contexts)
-        t1 = time.perf_counter()
-        vectors = self.embedder.encode([c.text for c in chunks])
+        self.commit(embed_document(doc, self.variant, self.embedder, contexts), report)
+
+    def commit(self, embedded: EmbeddedDocument, report: IngestReport) -> None:
+        """Write one embedded document in one transaction, with its facts."""
+        doc, chunks, vectors = embedded.doc, embedded.chunks, embedded.vectors
+        path, meta = doc.job.path, doc.meta
+        replacing = self._check_new(path, doc.job.sha256, meta)
+        if replacing is None:
+            report.skipped.append(str(path))
+            return
         t2 = time.perf_counter()
-        if existing:  # the old file's facts go with it (the new file's are stored below)
+        if replacing:  # the old file's facts go with it (the new file's are stored below)
             self.facts.remove_sources(fact_sources(meta.doc_id))
-        self.index.add_document(meta, parsed, chunks, vectors,
-                                source_path=str(path.resolve()), sha256=sha,
-                                replace=existing is not None)
+        self.index.add_document(meta, doc.parsed, chunks, vectors,
+                                source_path=str(path.resolve()), sha256=doc.job.sha256,
+                                replace=replacing)
         t3 = time.perf_counter()
         report.added.append(meta.doc_id)
-        if existing:
+        if replacing:
             report.replaced.append(meta.doc_id)
-        if kind == "html":
-            self._facts(path, report, lambda: load_inline(self.facts, path, meta.doc_id, sha,
-                                                          self.companies))
+        if file_kind(path) == "html":
+            self._facts(path, report, lambda: load_inline(self.facts, path, meta.doc_id,
+                                                          doc.job.sha256, self.companies))
         elif self.tables:  # a PDF has no XBRL: its statement tables are read instead
             self._statement_facts(meta.doc_id, report)
-        report.pages += parsed.page_count
+        report.pages += doc.parsed.page_count
         report.chunks += len(chunks)
-        report.parse_seconds += t1 - t0 - t_ctx
-        report.embed_seconds += t2 - t1
+        report.parse_seconds += doc.parse_seconds
+        report.embed_seconds += embedded.embed_seconds
         report.write_seconds += t3 - t2
 
     def _statement_facts(self, doc_id: str, report: IngestReport) -> None:
@@ -364,29 +439,93 @@ class Ingestor:
             report.facts_files.append(str(path))
 
     def run(self, paths: Iterable[str | Path], *, progress: bool = True,
-            on_error: Callable[[str], None] | None = None) -> IngestReport:
+            on_error: Callable[[str], None] | None = None,
+            workers: DocumentWorkers | None = None) -> IngestReport:
+        """Ingest files one after another, or, with ``workers``, have them parse, chunk and
+        embed the documents elsewhere (``serving.ray_ingest``) while this process, the one
+        writer, commits each in file order."""
         from tqdm import tqdm
 
+        if workers is not None and self.contextualizer is not None:
+            raise ValueError("the llmctx variant writes its chunk contexts with the profile's "
+                             "LLM in the writer's process: ingest it without workers")
         files = find_files(paths)
         report = IngestReport()
         self.progress = progress
-        start = last_save = time.perf_counter()
+        self._last_save = start = time.perf_counter()
         bar = tqdm(files, unit="doc", disable=not progress, file=sys.stderr, dynamic_ncols=True)
         try:
-            for path in bar:
-                bar.set_postfix_str(path.name[:40])
-                try:
-                    self.ingest_one(path, report)
-                except Exception as e:  # one file's problem never ends the run
-                    message = _one_line(path, e)
-                    report.failed.append((str(path), message))
-                    if on_error:
-                        on_error(message)
-                if time.perf_counter() - last_save > self.save_every_s:
-                    self.index.save()
-                    last_save = time.perf_counter()
+            if workers is None:
+                for path in bar:
+                    bar.set_postfix_str(path.name[:40])
+                    self._attempt(path, report, on_error, self.ingest_one, path, report)
+            else:
+                jobs = []
+                for path in files:  # read nothing but the bytes' hash: quick
+                    job = self._attempt(path, report, on_error, self.plan, path, report)
+                    if job is not None:
+                        jobs.append(job)
+                    else:
+                        bar.update(1)
+                results = workers.run(jobs, self.parse_options, self.variant, self.embedder)
+                for job, result in results:  # in the order of jobs: the same chunk ids
+                    bar.set_postfix_str(job.path.name[:40])
+                    if isinstance(result, str):  # the worker's one-line reason
+                        self._attempt(job.path, report, on_error, _raise, DocumentError(result))
+                    else:
+                        self._attempt(job.path, report, on_error, self.commit, result, report)
+                    bar.update(1)
         finally:
             bar.close()
             self.index.save()
             report.seconds = time.perf_counter() - start
         return report
+
+    def _attempt(self, path: Path, report: IngestReport, on_error, fn, *args, **kwargs):
+        """``fn``'s result, or None with the file's failure reported: one file's problem never
+        ends the run. The index is saved now and then."""
+        result = None
+        try:
+            result = fn(*args, **kwargs)
+        except Exception as e:
+            message = failure_line(path, e)
+            report.failed.append((str(path), message))
+            if on_error:
+                on_error(message)
+        if time.perf_counter() - self._last_save > self.save_every_s:
+            self.index.save()
+            self._last_save = time.perf_counter()
+        return result
+
+
+def _raise(error: Exception):
+    raise error
+
+
+@dataclass
+class EmbeddedDocument:
+    """A prepared document with its indexed chunks (the variant's text) and their vectors."""
+    doc: PreparedDocument
+    chunks: list[Chunk]
+    vectors: "np.ndarray"
+    embed_seconds: float
+
+
+class DocumentWorkers(Protocol):
+    """Prepares and embeds documents in other processes (``serving.ray_ingest.RayWorkers``)."""
+
+    def run(self, jobs: list[DocumentJob], options: ParseOptions, variant: str, embedder
+            ) -> Iterator[tuple[DocumentJob, EmbeddedDocument | str]]:
+        """Each job's embedded document, or a one-line reason it failed, in the jobs' order;
+        ``embedder`` is the writer's, whose identity the workers' embedders must have."""
+        ...
+
+
+def embed_document(doc: PreparedDocument, variant: str, embedder,
+                   contexts: list[str] | None = None) -> EmbeddedDocument:
+    """The variant's indexed text of a prepared document (llmctx: with its chunk contexts),
+    embedded."""
+    t0 = time.perf_counter()
+    chunks = indexed_chunks(variant, doc.meta, doc.chunks, contexts)
+    vectors = embedder.encode([c.text for c in chunks])
+    return EmbeddedDocument(doc, chunks, vectors, time.perf_counter() - t0)

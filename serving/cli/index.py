@@ -17,8 +17,21 @@ def cmd_ingest(args) -> int:
     from finrag.retrieval.routing.companies import CompanyTable
     from finrag.retrieval.indexer import Ingestor
 
+    if not args.ray and (args.address or args.workers):
+        print("error: --address and --workers are for --ray", file=sys.stderr)
+        return 2
     companies = CompanyTable.load(args.companies or [])
     profile = load_config().active(args.profile)
+    workers = None
+    if args.ray:
+        from finrag.serving.ray_ingest import RayWorkers
+
+        try:
+            workers = RayWorkers(profile, address=args.address, workers=args.workers,
+                                 threads=args.threads, batch_size=args.batch_size)
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     embedder = load_profile_embedder(profile, **(
         {"batch_size": args.batch_size} if args.batch_size else {}))
     contextualizer = None
@@ -36,14 +49,18 @@ def cmd_ingest(args) -> int:
                         replace=args.replace, accept_repaired=args.accept_repaired,
                         collections=args.collection)
     try:
-        report = ingestor.run(args.paths, progress=not args.quiet,
+        report = ingestor.run(args.paths, progress=not args.quiet, workers=workers,
                               on_error=lambda m: print(f"error: {m}", file=sys.stderr))
         counts = ingestor.index.catalog.counts() | {"facts": ingestor.facts.counts()["facts"]}
         size = ingestor.index.size_bytes()
         variant = ingestor.index.settings.variant
     finally:
         ingestor.close()
+        if workers is not None:
+            workers.close()
+    mode = workers.plan if workers is not None and workers.plan else "sequential"
     summary = report.summary() | {"index": str(index_dir(args)), "variant": variant,
+                                  "mode": mode,
                                   "index_totals": counts,
                                   "index_bytes": size,
                                   "errors": [m for _, m in report.failed]}
@@ -212,6 +229,17 @@ def add_parsers(sub) -> None:
                         "entry names none: who may read them (a token names the collections "
                         "it reads); repeatable (default: 'default'; `finrag fetch`'s sidecar "
                         "says 'public')")
+    p.add_argument("--ray", action="store_true",
+                   help="parse, chunk and embed on Ray Data (parse tasks, an embedder actor "
+                        "pool); this process alone writes the index, in file order")
+    p.add_argument("--address", metavar="ADDR",
+                   help="--ray: the Ray cluster to use (default: $RAY_ADDRESS, else a Ray "
+                        "started on this machine)")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="--ray: documents in work at once (default: the cluster's CPUs / "
+                        "--threads)")
+    p.add_argument("--threads", type=int, default=1, metavar="N",
+                   help="--ray: CPUs (threads) per worker (1)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     add_index_option(p)

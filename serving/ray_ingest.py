@@ -1,0 +1,133 @@
+"""``finrag ingest --ray``: documents parsed, chunked and embedded on Ray Data, committed by
+the one writer.
+
+The writer (``retrieval.indexer.Ingestor``) decides what to index, then hands the files here:
+a task per file parses it (tables too), checks it and chunks it; an actor pool embeds the
+chunks, one model loaded per actor (on a GPU when the profile places the embedder there).
+Where both stages ask for the same resources (a CPU embedder), Ray Data fuses them: each
+worker then parses and embeds its own files, one thread each. Results come back in the
+files' order, so the writer commits the same documents with the same chunk ids as a
+sequential ingest. A file that fails is one line in the report; a worker that dies has its
+files run again by Ray, and nothing is committed but by the writer, once.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from finrag.retrieval.indexer import (DocumentJob, EmbeddedDocument, ParseOptions, failure_line,
+                                      embed_document, prepare_document)
+
+
+def _prepare(row: dict, options: ParseOptions) -> dict:
+    job: DocumentJob = pickle.loads(row["job"])
+    try:
+        return {"i": row["i"], "doc": pickle.dumps(prepare_document(job, options)), "error": ""}
+    except Exception as e:  # the file's own problem: reported, never retried
+        return {"i": row["i"], "doc": b"", "error": failure_line(job.path, e)}
+
+
+class _Embed:
+    """One embedder per actor; embeds the prepared documents that reach it."""
+
+    def __init__(self, profile, batch_size: int | None, variant: str, identity: tuple):
+        from finrag.models.profiles import load_profile_embedder
+
+        self.embedder = load_profile_embedder(
+            profile, **({"batch_size": batch_size} if batch_size else {}))
+        self.variant = variant
+        if embedder_identity(self.embedder) != identity:
+            raise RuntimeError(f"a worker loaded the embedder {embedder_identity(self.embedder)}"
+                               f", not the writer's {identity}")
+
+    def __call__(self, batch: dict) -> dict:
+        embedded, errors = [], []
+        for doc, error in zip(batch["doc"], batch["error"]):
+            if not error:
+                prepared = pickle.loads(doc)
+                try:
+                    embedded.append(pickle.dumps(
+                        embed_document(prepared, self.variant, self.embedder)))
+                    errors.append("")
+                    continue
+                except Exception as e:
+                    error = failure_line(prepared.job.path, e)
+            embedded.append(b"")
+            errors.append(error)
+        return {"i": batch["i"], "embedded": embedded, "error": errors}
+
+
+def embedder_identity(embedder) -> tuple:
+    """What makes two embedders' vectors interchangeable in one index."""
+    return (embedder.model_id, getattr(embedder, "kind", "sentence-transformers"),
+            int(embedder.dim), bool(getattr(embedder, "normalize", True)))
+
+
+@dataclass
+class RayWorkers:
+    """Where and how wide to run: ``address`` (else $RAY_ADDRESS, else a local Ray),
+    ``workers`` at once (default: one per CPU of the cluster, or per GPU share when the
+    profile's embedder is on a GPU), ``threads`` per CPU worker."""
+
+    profile: object  # models.profiles.Profile: each worker loads its embedder
+    address: str | None = None
+    workers: int | None = None
+    threads: int = 1
+    batch_size: int | None = None
+    started_ray: bool = False
+    plan: str = ""  # how the run was laid out, for the summary
+
+    def __post_init__(self):
+        if self.workers is not None and self.workers < 1 or self.threads < 1:
+            raise ValueError("--workers and --threads must be at least 1")
+
+    def run(self, jobs: list[DocumentJob], options: ParseOptions, variant: str, embedder
+            ) -> Iterator[tuple[DocumentJob, EmbeddedDocument | str]]:
+        if not jobs:
+            return
+        import ray
+
+        from finrag.models.devices import placement_gpus
+        from finrag.serving.server import init_ray
+
+        self.started_ray = init_ray(self.address)
+        logging.getLogger("ray.data").setLevel(logging.WARNING)  # the writer reports progress
+        ctx = ray.data.DataContext.get_current()
+        ctx.enable_progress_bars = False  # the writer's bar counts documents committed
+        ctx.execution_options.preserve_order = True  # commit order = file order = chunk ids
+        cluster = ray.cluster_resources()
+        gpus = placement_gpus(self.profile, ["embedder"]) if cluster.get("GPU") else 0.0
+        cpus = int(cluster.get("CPU", 1))
+        workers = min(len(jobs), self.workers or max(1, cpus // self.threads))
+        embedders = max(1, min(workers, int(cluster["GPU"] // gpus))) if gpus else workers
+        self.plan = (f"ray-data: {workers} parse task(s) of {self.threads} CPU; {embedders} "
+                     f"embedder actor(s) on {'GPU' if gpus else 'CPU'}")
+        items = [{"i": i, "job": pickle.dumps(job)} for i, job in enumerate(jobs)]
+        # a lost task is run again by Ray (3 tries), a lost actor restarted with its work
+        ds = (ray.data.from_items(items, override_num_blocks=len(items))
+              .map(_prepare, fn_kwargs={"options": options}, num_cpus=self.threads,
+                   compute=ray.data.TaskPoolStrategy(size=workers))
+              .map_batches(_Embed, fn_constructor_args=(self.profile, self.batch_size,
+                                                        variant, embedder_identity(embedder)),
+                           batch_size=1, compute=ray.data.ActorPoolStrategy(size=embedders),
+                           num_gpus=gpus, num_cpus=0 if gpus else self.threads))
+        rows = iter(ds.iter_rows())
+        for i, job in enumerate(jobs):
+            row = next(rows)
+            if row["i"] != i:  # preserve_order is what makes the chunk ids those of a sequential run
+                raise RuntimeError(f"Ray Data returned document {row['i']} where {i} was due")
+            if row["error"]:
+                yield job, row["error"]
+            else:
+                yield job, pickle.loads(row["embedded"])
+
+    def close(self) -> None:
+        if self.started_ray:
+            import ray
+
+            ray.shutdown()
+            self.started_ray = False
+
