@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import pickle
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -79,6 +80,7 @@ class RayWorkers:
     batch_size: int | None = None
     started_ray: bool = False
     plan: str = ""  # how the run was laid out, for the summary
+    start_seconds: float = 0.0  # connecting to (or starting) Ray
 
     def __post_init__(self):
         if self.workers is not None and self.workers < 1 or self.threads < 1:
@@ -93,7 +95,9 @@ class RayWorkers:
         from finrag.models.devices import placement_gpus
         from finrag.serving.server import init_ray
 
+        t0 = time.perf_counter()
         self.started_ray = init_ray(self.address)
+        self.start_seconds = time.perf_counter() - t0
         logging.getLogger("ray.data").setLevel(logging.WARNING)  # the writer reports progress
         ctx = ray.data.DataContext.get_current()
         ctx.enable_progress_bars = False  # the writer's bar counts documents committed

@@ -61,6 +61,8 @@ def cmd_ingest(args) -> int:
     mode = workers.plan if workers is not None and workers.plan else "sequential"
     summary = report.summary() | {"index": str(index_dir(args)), "variant": variant,
                                   "mode": mode,
+                                  "ray_start_seconds": round(workers.start_seconds, 2)
+                                  if workers is not None else None,
                                   "index_totals": counts,
                                   "index_bytes": size,
                                   "errors": [m for _, m in report.failed]}
