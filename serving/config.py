@@ -162,7 +162,9 @@ class Batching(_Strict):
 
 
 class AppConfig(_Strict):
-    index: str | None = None  # default: $FINRAG_INDEX, else the user's default index folder
+    # an index folder or a publish root (`finrag publish`); default: $FINRAG_INDEX, else the
+    # user's default index folder
+    index: str | None = None
     profile: str | None = None  # default: $FINRAG_PROFILE, else the profiles file's default
     profiles_file: str | None = None  # a user profiles YAML (default: $FINRAG_CONFIG)
     meta_index: str | None = None  # V-A variant folder (default: <index>-meta when present)

@@ -29,16 +29,18 @@ def _profile(cfg: AppConfig):
 
 
 def variant_dirs(cfg: AppConfig) -> dict[str, str]:
-    """The index variants that exist on disk (V-A ``meta``, V-B ``llmctx``)."""
+    """The index variants that exist on disk (V-A ``meta``, V-B ``llmctx``): index folders or
+    publish roots."""
     from pathlib import Path
 
+    from finrag.retrieval.store.snapshot import is_publish_root
     from finrag.retrieval.systems.recipes import variant_dir
 
     index = cfg.index_dir()
     found = {}
     for variant, given in (("meta", cfg.meta_index), ("llmctx", cfg.llmctx_index)):
         folder = Path(given) if given else variant_dir(index, variant)
-        if (folder / "catalog.sqlite").is_file():
+        if (folder / "catalog.sqlite").is_file() or is_publish_root(folder):
             found[variant] = str(folder)
     return found
 
@@ -101,7 +103,9 @@ class Embedder:
 
 @serve.deployment
 class Retriever:
-    """Catalog + FTS5 + FAISS, opened read-only; the plain index and its variants."""
+    """Catalog + FTS5 + FAISS, opened read-only; the plain index and its variants. Given a
+    publish root (``finrag publish``), each serves the version CURRENT names and moves to a
+    newer one on the first call after it is published (``retrieval.store.snapshot``)."""
 
     def __init__(self, config: dict):
         from finrag.retrieval.store.index import Index
@@ -115,7 +119,8 @@ class Retriever:
             self.indexes[variant] = Index.open(folder)
 
     def _index(self, variant: str | None):
-        """The index, caught up with what an ingest wrote since the last call."""
+        """The index, caught up with what an ingest wrote (or a publish made current) since
+        the last call."""
         if variant not in self.indexes:
             raise FileNotFoundError(f"the {variant!r} index variant is not served; build it with "
                                     f"`finrag ingest PATHS --variant {variant}` beside the index")
@@ -183,16 +188,18 @@ class Retriever:
                 "page_count": view.page_count, "highlighted": view.highlighted}
 
     # the XBRL facts of the plain index (retrieval.facts), for the facts routes; ``scope``
-    # ({"readable": doc ids, "public": bool}): a caller's, None for every fact
+    # ({"readable": doc ids, "public": bool}): a caller's, None for every fact. Made again
+    # when the catalog is another (a newer published version swapped in).
     def _facts(self, scope: dict | None = None):
-        if getattr(self, "_answerer", None) is None:
+        catalog = self._index(None).catalog
+        if getattr(self, "_answerer", None) is None or self._facts_catalog is not catalog:
             from finrag.retrieval.facts.answer import FactsAnswerer
             from finrag.retrieval.facts.concepts import default_concepts
             from finrag.retrieval.facts.store import FactStore
 
-            self._answerer = FactsAnswerer(FactStore(self.indexes[None].catalog.db,
-                                                     readonly=True), default_concepts())
-            self._scoped_answerers: dict = {}
+            self._answerer = FactsAnswerer(FactStore(catalog.db, readonly=True),
+                                           default_concepts())
+            self._facts_catalog, self._scoped_answerers = catalog, {}
         if scope is None:
             return self._answerer
         key = (frozenset(scope["readable"]), bool(scope["public"]))

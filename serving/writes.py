@@ -99,6 +99,7 @@ class IndexWriter:
         """(status, reply): 201 and the filing's record once it is committed, or 200 when the
         same file is already indexed under the same id."""
         grant = _needs(grant, "ingest")
+        self._writable()
         collections = _checked_collections(upload.collections)
         _own(grant, collections, "ingest into")
         if not FILE_NAME.match(upload.filename):
@@ -124,6 +125,7 @@ class IndexWriter:
 
     def remove(self, grant: Grant | None, doc_id: str) -> dict:
         grant = _needs(grant, "ingest")
+        self._writable()
         from finrag.retrieval.indexer import remove_document
 
         with self._one, self._writing() as index:
@@ -136,6 +138,7 @@ class IndexWriter:
     def change_collections(self, grant: Grant | None, doc_id: str,
                            change: CollectionChange) -> dict:
         grant = _needs(grant, "admin")
+        self._writable()
         add, remove = (_checked_collections(change.add) if change.add else [],
                        _checked_collections(change.remove) if change.remove else [])
         if not add and not remove:
@@ -150,6 +153,14 @@ class IndexWriter:
         return {"doc_id": doc_id, "collections": after}
 
     # -- inside --------------------------------------------------------------------------
+    def _writable(self) -> None:
+        from finrag.retrieval.store.snapshot import is_publish_root
+
+        if is_publish_root(self.index_dir):
+            raise ApiError(409, "read_only", "this service serves a published snapshot, which "
+                                             "is read-only: write to the index it is published "
+                                             "from, then publish it again")
+
     def _writing(self):
         from finrag.retrieval.store.index import Index
 

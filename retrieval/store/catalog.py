@@ -175,10 +175,15 @@ class CatalogReader(Protocol):
 
 
 class Catalog(CatalogReader):
-    def __init__(self, path: Path, *, readonly: bool = False):
+    def __init__(self, path: Path, *, readonly: bool = False, immutable: bool = False):
+        """``immutable`` (read-only): a file nothing will change (a published snapshot);
+        SQLite then writes nothing beside it, no lock, journal, ``-wal`` or ``-shm``."""
         self.path = Path(path)
-        self.readonly = readonly
-        if readonly:
+        self.readonly = readonly or immutable
+        if immutable:
+            self.db = sqlite3.connect(f"file:{self.path}?mode=ro&immutable=1", uri=True,
+                                      check_same_thread=False)
+        elif readonly:
             # on a read-only mount a WAL database cannot even be read (no -shm file can be
             # made); there nothing can change it either, so it is opened as immutable. An
             # immutable open ignores the -wal file, so commits still in one would be silently

@@ -15,6 +15,7 @@ import numpy as np
 from finrag.retrieval.store.catalog import Catalog, CatalogReader, DocumentRecord
 from finrag.retrieval.store.fusion import rrf
 from finrag.retrieval.store.lock import WriterLock
+from finrag.retrieval.store.snapshot import PublishedIndex, is_publish_root
 from finrag.retrieval.store.vectors import VectorIndex
 
 CATALOG_FILE = "catalog.sqlite"
@@ -120,6 +121,7 @@ class Index(SearchIndex):
         """Open an index for writing, creating it with ``settings`` if it does not exist.
         An existing index must have been built with the same chunking and embedder."""
         folder = Path(folder)
+        _refuse_published(folder)
         folder.mkdir(parents=True, exist_ok=True)
         lock = WriterLock(folder).acquire()
         try:
@@ -152,15 +154,24 @@ class Index(SearchIndex):
         return cls._finish_open(folder, catalog, settings, readonly=False, lock=lock)
 
     @classmethod
-    def open(cls, folder: str | Path, *, readonly: bool = True) -> "Index":
+    def open(cls, folder: str | Path, *, readonly: bool = True,
+             immutable: bool = False) -> "Index | PublishedIndex":
+        """The index in ``folder``; a folder of published snapshots (``finrag publish``) opens
+        as its current version, which follows the newer ones published later
+        (``retrieval.store.snapshot.PublishedIndex``). ``immutable``: a folder nothing changes
+        (one snapshot), opened so that nothing is written beside its files."""
         folder = Path(folder)
         if not (folder / CATALOG_FILE).is_file():
+            if is_publish_root(folder):
+                if not readonly:
+                    _refuse_published(folder)
+                return PublishedIndex.open(folder, lambda f: cls.open(f, immutable=True))
             raise FileNotFoundError(
                 f"no index at {folder} (expected {CATALOG_FILE}); build one with `finrag ingest`"
             )
         lock = None if readonly else WriterLock(folder).acquire()
         try:
-            catalog = Catalog(folder / CATALOG_FILE, readonly=readonly)
+            catalog = Catalog(folder / CATALOG_FILE, readonly=readonly, immutable=immutable)
         except BaseException:
             if lock:
                 lock.release()
@@ -337,6 +348,13 @@ class Index(SearchIndex):
 
     def size_bytes(self) -> int:
         return sum(p.stat().st_size for p in self.folder.iterdir() if p.is_file())
+
+
+def _refuse_published(folder: Path) -> None:
+    if is_publish_root(folder):
+        raise PermissionError(
+            f"{folder} holds published snapshots, which are read-only: write to the index "
+            f"they were published from, then `finrag publish` it again")
 
 
 def _check_embedder(folder: Path, have: IndexSettings, model_id: str, kind: str, dim: int,

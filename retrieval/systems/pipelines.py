@@ -26,6 +26,7 @@ from finrag.retrieval.routing.router import Router, make_content_scorer
 from finrag.retrieval.documents import PUBLIC_COLLECTION, check_collections
 from finrag.retrieval.store.access import ScopedIndex
 from finrag.retrieval.store.index import Index
+from finrag.retrieval.store.snapshot import is_publish_root
 from finrag.retrieval.systems.cascade import Cascade
 from finrag.retrieval.systems.components import (FactsSource, LLMEngine, QueryEmbedder, QuestionRouter,
                                           Reranker, SearchIndex)
@@ -93,6 +94,7 @@ class Pipeline:
         self._router = router  # built on first use unless given (serving passes a remote one)
         self._router_built_here = router is None
         self._facts_answerer = facts  # likewise: the index's facts answerer
+        self._facts_built_here = facts is None
         self.routes: dict[tuple[str, bool], Routing] = {}
         # query expansion calls of their own: (passage, keywords, cost) per question
         self.expansions: dict[str, tuple[str, list[str], LLMCall]] = {}
@@ -134,7 +136,8 @@ class Pipeline:
         light = load_reranker(prof, "light_reranker", embedder=shared)
         variants = {}
         for variant, folder in (variant_dirs or {}).items():
-            if folder and (Path(folder) / "catalog.sqlite").is_file():
+            if folder and ((Path(folder) / "catalog.sqlite").is_file()
+                           or is_publish_root(folder)):
                 variants[variant] = Index.open(folder)
                 variants[variant].check_embedder(embedder)
         pipe = cls(index, embedder, prof, variants=variants, light=light, meter=None,
@@ -249,6 +252,8 @@ class Pipeline:
                 self.statement_page_kinds, self._views = {}, {}
                 if self._router_built_here:
                     self._router = None
+                if self._facts_built_here:  # a newer published version is another database
+                    self._facts_answerer = None
             self._generation = now
         return self
 

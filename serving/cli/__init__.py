@@ -2,6 +2,7 @@
 ``add_parsers(sub)``.
 
 - ``index``: ``ingest``, ``remove``, ``search``, ``documents``, ``collection``
+- ``publish``: ``publish``, ``snapshots``
 - ``ask``: ``route``, ``ask``, ``eval``, ``batch``
 - ``doctor``: ``doctor``, ``models``
 - ``serve``: ``serve``, ``demo``
@@ -20,12 +21,12 @@ import signal
 import sys
 from importlib import metadata
 
-from finrag.serving.cli import access, ask, doctor, facts, index, serve
+from finrag.serving.cli import access, ask, doctor, facts, index, publish, serve
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # weights come from installed packages only
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-GROUPS = (index, doctor, serve, ask, facts, access)  # in the order `finrag --help` lists them
+GROUPS = (index, publish, doctor, serve, ask, facts, access)  # `finrag --help` order
 
 
 def build_parser() -> argparse.ArgumentParser:
