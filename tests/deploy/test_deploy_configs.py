@@ -1,6 +1,8 @@
 """The files in deploy/ agree with ``serving.config.AppConfig``, with Ray Serve's own config
 schema and with each other: gpu.yaml and the RayService's serveConfigV2 carry the same
-application (only ``index`` differs), and the image installs the ``gpu`` extra only.
+application (only ``index`` and the Retriever's and Generator's placement and scaling differ),
+and the image installs the ``gpu`` extra only. The RayService's published-snapshot volume and
+worker groups: tests/deploy/test_kuberay_published.py.
 
 Nothing here starts Ray: ``build_app`` only composes the application (``.options``/``.bind``),
 which is where Serve validates each deployment's placement and scaling settings."""
@@ -13,7 +15,6 @@ import math
 import os
 import re
 import shlex
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -30,11 +31,9 @@ from finrag.serving.config import DEPLOYMENTS, AppConfig, ServeFile, load_serve_
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 CPU, GPU = DEPLOY / "cpu.yaml", DEPLOY / "gpu.yaml"
 K8S = DEPLOY / "kuberay-rayservice.yaml"
+PUBLISHED = "/var/lib/finrag/published"  # the publish root the RayService serves
 DOCKERFILE = DEPLOY / "Dockerfile.gpu"
 KUBERAY_SETUP = DEPLOY / "setup-kuberay-crd.sh"
-# read before the autouse fixture below clears FINRAG_* for each test
-KUBERAY_CRD_FILE = os.environ.get("FINRAG_KUBERAY_CRD")
-REQUIRE_KUBERAY = os.environ.get("FINRAG_REQUIRE_KUBERAY") == "1"
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 VLLM_KINDS = {"llm", "llm-scorer", "llm-listwise"}
 
@@ -180,7 +179,7 @@ def test_serve_file_accepted_by_finrag_and_serve(path):
 def test_rayservice_serve_config_accepted_by_finrag_and_serve():
     serve = rayservice_serve()
     cfg = ServeFile.model_validate(serve).app_config()
-    assert cfg.profile == "gpu" and cfg.index == "/data/index"
+    assert cfg.profile == "gpu" and cfg.index == PUBLISHED
     ServeDeploySchema.model_validate(serve)
 
 
@@ -319,21 +318,34 @@ def test_listening_beyond_loopback_needs_auth_from_the_environment(where):
 
 # --- the RayService ------------------------------------------------------------------------
 
+# what the cluster sets apart from gpu.yaml: where the Retriever and the Generator run (the
+# worker group's custom resource) and how the Retriever scales (on its own CPU workers)
+CLUSTER_ONLY = {"Retriever": ("num_replicas", "autoscaling_config", "resources"),
+                "Generator": ("resources",)}
+
+
 def without_index(serve: dict) -> dict:
     serve = copy.deepcopy(serve)
     for app in ServeFile.model_validate(serve).finrag_apps():
         app["args"].pop("index", None)
+        for name, keys in CLUSTER_ONLY.items():
+            options = app["args"]["deployments"][name]
+            for key in keys:
+                options.pop(key, None)
+                options.get("ray_actor_options", {}).pop(key, None)
     return serve
 
 
-def test_rayservice_carries_gpu_yaml_apart_from_the_index():
+def test_rayservice_carries_gpu_yaml_apart_from_the_index_and_placement():
     """Everything Serve and finrag read must match (proxy, HTTP, application, every arg and
-    deployment option); only the index differs: $FINRAG_INDEX on a server, the volume's folder
-    in the cluster."""
+    deployment option) but the index ($FINRAG_INDEX on a server, the publish root on the
+    volume in the cluster) and the Retriever's and Generator's placement and scaling."""
     gpu, svc = yaml.safe_load(GPU.read_text()), rayservice_serve()
     assert without_index(svc) == without_index(gpu)
     assert finrag_app(gpu)["args"]["index"] is None
-    assert finrag_app(svc)["args"]["index"] == "/data/index"
+    assert finrag_app(svc)["args"]["index"] == PUBLISHED
+    # gpu.yaml places nothing by custom resources (one server has none)
+    assert not [r for r in keys_named(gpu, "resources") if r]
 
 
 def test_rayservice_cluster_shape():
@@ -362,7 +374,7 @@ def test_rayservice_cluster_shape():
 
 def test_rayservice_pods_environment_volume_and_secret():
     cfg = ServeFile.model_validate(rayservice_serve()).app_config()
-    claims = {k8s_object("PersistentVolumeClaim")["metadata"]["name"]}
+    claims = {d["metadata"]["name"] for d in k8s_docs() if d["kind"] == "PersistentVolumeClaim"}
     images = set()
     for group, spec in cluster_groups():
         pod = spec["template"]["spec"]
@@ -416,27 +428,7 @@ def test_unknown_deployment_is_rejected_by_name(tmp_path):
 
 # --- KubeRay's own schema ------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def kuberay_crd() -> dict:
-    """KubeRay's RayService CRD: the file FINRAG_KUBERAY_CRD names (a release's, or `kubectl get
-    crd rayservices.ray.io -o yaml` from a cluster), else the one in the operator's Go module at
-    the version deploy/setup-kuberay-crd.sh pins. Without either the tests that need it skip,
-    saying why; FINRAG_REQUIRE_KUBERAY=1 fails them instead."""
-    if KUBERAY_CRD_FILE:
-        path, why = Path(KUBERAY_CRD_FILE), f"FINRAG_KUBERAY_CRD={KUBERAY_CRD_FILE} is no file"
-    else:
-        run = subprocess.run(["bash", str(KUBERAY_SETUP), "--no-install"], capture_output=True,
-                             text=True, timeout=300)
-        lines = run.stdout.strip().splitlines()
-        path = Path(lines[-1]) if run.returncode == 0 and lines else None
-        why = run.stderr.strip() or f"{KUBERAY_SETUP.name} exited {run.returncode}"
-    if path is None or not path.is_file():
-        if REQUIRE_KUBERAY:
-            pytest.fail(f"no KubeRay CRD: {why}")
-        pytest.skip(f"no KubeRay CRD (deploy/setup-kuberay-crd.sh, FINRAG_KUBERAY_CRD): {why}")
-    crd = crd_check.load_crd(path)
-    assert crd["metadata"]["name"] == "rayservices.ray.io", path
-    return crd
+# kuberay_crd: tests/deploy/conftest.py (KubeRay's RayService CRD, or a skip saying why)
 
 
 def _rayservice_variant(change) -> list:
