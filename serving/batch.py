@@ -126,14 +126,15 @@ def actor_gpus(pipeline_kwargs: dict) -> float:
 
 
 def _ray_records(todo: list[dict], index: str, system: str, generate: bool,
-                 pipeline_kwargs: dict, workers: int, batch_size: int) -> Iterator[str]:
+                 pipeline_kwargs: dict, workers: int, batch_size: int,
+                 address: str | None = None) -> Iterator[str]:
     import ray
 
     if not todo:
         return
     from finrag.serving.server import init_ray
 
-    init_ray()
+    init_ray(address)
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False  # our own bar counts answers written
     cpus = max(1, int(ray.cluster_resources().get("CPU", 1)) // workers)
@@ -162,7 +163,8 @@ def _sequential_records(todo: list[dict], index: str, system: str, generate: boo
 def run_batch(questions: str | Path, out: str | Path, *, index: str | Path, system: str = "hdrr",
               generate: bool = True, sequential: bool = False, workers: int = 2,
               batch_size: int = 4, limit: int | None = None, progress: bool = True,
-              pipeline_kwargs: dict | None = None) -> dict[str, Any]:
+              pipeline_kwargs: dict | None = None, address: str | None = None
+              ) -> dict[str, Any]:
     """Answer every question of ``questions`` not yet in ``out``; returns the run's summary."""
     from tqdm import tqdm
 
@@ -181,7 +183,8 @@ def run_batch(questions: str | Path, out: str | Path, *, index: str | Path, syst
         records = _sequential_records(todo, str(index), system, generate, kwargs)
         mode = "sequential"
     else:
-        records = _ray_records(todo, str(index), system, generate, kwargs, workers, batch_size)
+        records = _ray_records(todo, str(index), system, generate, kwargs, workers, batch_size,
+                               address)
         mode = f"ray-data: {workers} pipeline actor(s), batches of {batch_size}"
     totals = {"prompt_tokens": 0, "completion_tokens": 0, "llm_calls": 0}
     joules, sources, errors = 0.0, set(), 0

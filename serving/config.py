@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -226,6 +226,8 @@ class ServeFile(BaseModel):
     model_config = ConfigDict(extra="allow")
 
     http_options: dict[str, Any] = Field(default_factory=dict)
+    # one HTTP proxy on the head node, or one on every node (Serve's default)
+    proxy_location: Literal["HeadOnly", "EveryNode", "Disabled"] = "EveryNode"
     applications: list[dict[str, Any]]
 
     @model_validator(mode="after")

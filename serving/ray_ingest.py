@@ -17,18 +17,21 @@ import logging
 import pickle
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from finrag.retrieval.indexer import (DocumentJob, EmbeddedDocument, ParseOptions, failure_line,
                                       embed_document, prepare_document)
 
 
 def _prepare(row: dict, options: ParseOptions) -> dict:
+    import ray
+
     job: DocumentJob = pickle.loads(row["job"])
+    where = {"i": row["i"], "node": ray.get_runtime_context().get_node_id()}
     try:
-        return {"i": row["i"], "doc": pickle.dumps(prepare_document(job, options)), "error": ""}
+        return where | {"doc": pickle.dumps(prepare_document(job, options)), "error": ""}
     except Exception as e:  # the file's own problem: reported, never retried
-        return {"i": row["i"], "doc": b"", "error": failure_line(job.path, e)}
+        return where | {"doc": b"", "error": failure_line(job.path, e)}
 
 
 class _Embed:
@@ -58,7 +61,7 @@ class _Embed:
                     error = failure_line(prepared.job.path, e)
             embedded.append(b"")
             errors.append(error)
-        return {"i": batch["i"], "embedded": embedded, "error": errors}
+        return {"i": batch["i"], "node": batch["node"], "embedded": embedded, "error": errors}
 
 
 def embedder_identity(embedder) -> tuple:
@@ -81,6 +84,7 @@ class RayWorkers:
     started_ray: bool = False
     plan: str = ""  # how the run was laid out, for the summary
     start_seconds: float = 0.0  # connecting to (or starting) Ray
+    nodes: dict = field(default_factory=dict)  # Ray node id: documents parsed there
 
     def __post_init__(self):
         if self.workers is not None and self.workers < 1 or self.threads < 1:
@@ -123,6 +127,7 @@ class RayWorkers:
             row = next(rows)
             if row["i"] != i:  # preserve_order is what makes the chunk ids those of a sequential run
                 raise RuntimeError(f"Ray Data returned document {row['i']} where {i} was due")
+            self.nodes[row["node"]] = self.nodes.get(row["node"], 0) + 1
             if row["error"]:
                 yield job, row["error"]
             else:

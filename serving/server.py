@@ -95,8 +95,10 @@ class Service:
     ``stop`` deletes the app, shuts Serve down and, if this object started Ray, Ray too."""
 
     def __init__(self, cfg: AppConfig, *, host: str = "127.0.0.1", port: int = 8000,
-                 address: str | None = None, num_cpus: int | None = None, quiet: bool = True):
+                 address: str | None = None, num_cpus: int | None = None, quiet: bool = True,
+                 proxy_location: str = "HeadOnly"):
         self.cfg, self.host, self.port = cfg, host, port
+        self.proxy_location = proxy_location  # Serve's: HeadOnly, EveryNode or Disabled
         self.address, self.num_cpus, self.quiet = address, num_cpus, quiet
         self.url = f"http://{host}:{port}"
         self._started_ray = False
@@ -111,7 +113,8 @@ class Service:
         self._started_ray = init_ray(self.address, num_cpus=self.num_cpus, quiet=self.quiet)
         # past request_timeout_s Serve's proxy answers 408 itself: a backstop behind the
         # Ingress's own deadline, for a request whose handler never returns
-        serve.start(http_options={"host": self.host, "port": self.port,
+        serve.start(proxy_location=self.proxy_location,
+                    http_options={"host": self.host, "port": self.port,
                                   "request_timeout_s": self.cfg.limits.deadline_s + 60},
                     logging_config={"log_level": "WARNING" if self.quiet else "INFO"})
         progress(f"starting the finrag app on {self.url} (models load in each deployment)…")
@@ -176,4 +179,5 @@ def service_from_file(config: str | Path | None = None, *, index: str | None = N
         cfg = cfg.model_copy(update=updates)
     http = serve_file.http_options if serve_file else {}
     return Service(cfg, host=host or http.get("host", "127.0.0.1"),
-                   port=port or int(http.get("port", 8000)))
+                   port=port or int(http.get("port", 8000)),
+                   proxy_location=serve_file.proxy_location if serve_file else "HeadOnly")

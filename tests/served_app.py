@@ -37,9 +37,12 @@ def ray_pids(raydir: str) -> list[int]:
 
 @contextlib.contextmanager
 def serve_app(work: Path, index: Path, *, token: str, limits: dict | None = None,
-              profile: str = "tiny", pipeline: dict | None = None, auth: dict | None = None):
+              profile: str = "tiny", pipeline: dict | None = None, auth: dict | None = None,
+              address: str | None = None, deployments: dict | None = None):
     """Yields {url, proc, raydir, log} once /healthz answers 200. ``pipeline``: settings that
-    replace the profile's own (a profiles file of the app's, written beside its config)."""
+    replace the profile's own (a profiles file of the app's, written beside its config).
+    ``address``: run on that Ray cluster (raydir is then the cluster's, and left running);
+    ``deployments``: options that replace a deployment's (placement)."""
     port = free_port()
     config = yaml.safe_load((ROOT / "deploy" / "cpu.yaml").read_text())
     config["http_options"]["port"] = port
@@ -52,10 +55,13 @@ def serve_app(work: Path, index: Path, *, token: str, limits: dict | None = None
         (work / "profiles.yaml").write_text(yaml.safe_dump(profiles))
         args["profiles_file"] = str(work / "profiles.yaml")
     args["limits"].update(limits or {})
+    args["deployments"].update(deployments or {})
     args["auth"] = {"bearer_token": token, **(auth or {})}
     (work / "serve.yaml").write_text(yaml.safe_dump(config))
     raydir = tempfile.mkdtemp(prefix="frt", dir="/tmp")  # short: Ray's socket paths are long
     env = dict(os.environ, RAY_TMPDIR=raydir, HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
+    if address:
+        env.update(RAY_ADDRESS=address, RAY_TMPDIR=os.environ.get("RAY_TMPDIR", raydir))
     log = open(work / "serve.log", "w")
     proc = subprocess.Popen([sys.executable, "-m", "finrag.serving.cli", "serve", "--config",
                              str(work / "serve.yaml")], cwd=ROOT, env=env, stdout=log,
@@ -80,7 +86,7 @@ def serve_app(work: Path, index: Path, *, token: str, limits: dict | None = None
                 proc.wait(120)
             except subprocess.TimeoutExpired:
                 proc.kill()
-        for pid in ray_pids(raydir):  # only this app's processes
+        for pid in [] if address else ray_pids(raydir):  # only this app's processes
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:

@@ -160,7 +160,8 @@ def cmd_batch(args) -> int:
     summary = run_batch(args.questions, args.out, index=index_dir(args), system=args.system,
                         generate=not args.no_generate, sequential=args.sequential,
                         workers=args.workers, batch_size=args.batch_size, limit=args.limit,
-                        progress=not args.quiet, pipeline_kwargs=pipeline_kwargs(args))
+                        progress=not args.quiet, pipeline_kwargs=pipeline_kwargs(args),
+                        address=args.address)
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
@@ -245,6 +246,9 @@ def add_parsers(sub) -> None:
                    help="questions per actor call; prompts of about the same length are "
                         "generated as one batch (4)")
     p.add_argument("--sequential", action="store_true", help="a plain loop, no Ray")
+    p.add_argument("--address", metavar="ADDR",
+                   help="the Ray cluster to run on (default: $RAY_ADDRESS, else a Ray started "
+                        "on this machine)")
     p.add_argument("--limit", type=int, default=None, help="only the first N questions")
     p.add_argument("--no-generate", action="store_true", help="retrieval and context only")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")

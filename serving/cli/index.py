@@ -63,6 +63,7 @@ def cmd_ingest(args) -> int:
                                   "mode": mode,
                                   "ray_start_seconds": round(workers.start_seconds, 2)
                                   if workers is not None else None,
+                                  "ray_nodes": workers.nodes if workers is not None else None,
                                   "index_totals": counts,
                                   "index_bytes": size,
                                   "errors": [m for _, m in report.failed]}
