@@ -121,9 +121,12 @@ class OpenVinoEmbedder:
             precision = "bf16" if "BF16" in core.get_property(
                 "CPU", "OPTIMIZATION_CAPABILITIES") else "f32"
         threads = threads or int(os.environ.get("OMP_NUM_THREADS") or 0) or os.cpu_count() or 1
+        # OpenVINO pins its threads to cores from the first: two single-thread embedders in
+        # two processes (Ray workers) would then share one core and run at half speed each
         self._model = core.compile_model(str(converted(folder)), "CPU", {
             "INFERENCE_PRECISION_HINT": precision, "INFERENCE_NUM_THREADS": threads,
-            "PERFORMANCE_HINT": "LATENCY"})
+            "PERFORMANCE_HINT": "LATENCY",
+            "ENABLE_CPU_PINNING": threads >= (os.cpu_count() or 1)})
         hint = self._model.get_property("INFERENCE_PRECISION_HINT")
         self.precision = hint.to_string() if hasattr(hint, "to_string") else str(hint)
         self._request = self._model.create_infer_request()
