@@ -199,7 +199,9 @@ def write_report(result: dict, out: Path) -> None:
                      f"{row['days']:.2f} | {need} |")
     lines += ["", "On a GPU node the projection holds only if its GPU(s) embed at least the "
                   "chunks/s in the last column (the gpu profile's embedder is BGE-M3, larger "
-                  "than MiniLM); parsing is then the bound.", "", f"![pages/s]({png})", ""]
+                  "than MiniLM); the bound is then parsing or the one writer, whichever is "
+                  "lower. A writer-bound row gains nothing from more nodes: past that rate the "
+                  "commits, not the workers, set the pace.", "", f"![pages/s]({png})", ""]
     (out / "report.md").write_text("\n".join(lines), encoding="utf-8")
     print("\n".join(lines))
 
