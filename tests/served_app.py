@@ -93,3 +93,23 @@ def serve_app(work: Path, index: Path, *, token: str, limits: dict | None = None
                 pass
         log.close()
         shutil.rmtree(raydir, ignore_errors=True)
+
+
+def ask(url: str, token: str, question: str, *, generate: bool = False,
+        timeout: float = 85) -> tuple[int, dict, float]:
+    """POST /v1/answer: (status, reply, seconds); an HTTP error is a reply, not an exception."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    req = urllib.request.Request(url + "/v1/answer", method="POST",
+                                 data=json.dumps({"question": question,
+                                                  "generate": generate}).encode(),
+                                 headers={"Content-Type": "application/json",
+                                          "Authorization": f"Bearer {token}"})
+    t0 = time.monotonic()
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read()), time.monotonic() - t0
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}"), time.monotonic() - t0

@@ -428,7 +428,7 @@ def test_unknown_deployment_is_rejected_by_name(tmp_path):
 
 # --- KubeRay's own schema ------------------------------------------------------------------
 
-# kuberay_crd: tests/deploy/conftest.py (KubeRay's RayService CRD, or a skip saying why)
+# kuberay_crd: tests/conftest.py (KubeRay's RayService CRD, or a skip saying why)
 
 
 def _rayservice_variant(change) -> list:

@@ -3,9 +3,7 @@ read-only copy of an index that readers open without writing beside it, and foll
 next version."""
 
 import json
-import os
 import shutil
-import stat
 import threading
 
 import numpy as np

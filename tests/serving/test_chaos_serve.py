@@ -13,14 +13,12 @@ import shutil
 import signal
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 
 from finrag.serving.server import get_json
-from tests.served_app import serve_app
+from tests.served_app import ask as served_ask, serve_app
 
 TOKEN = "chaos-token-5e1d0b"
 DEADLINE_S = 25
@@ -69,17 +67,7 @@ def replica_pids(raydir: str, deployment: str) -> list[int]:
 
 
 def ask(url: str, question: str) -> tuple[int | str, dict, float]:
-    req = urllib.request.Request(url + "/v1/answer", method="POST",
-                                 data=json.dumps({"question": question,
-                                                  "generate": False}).encode(),
-                                 headers={"Content-Type": "application/json",
-                                          "Authorization": f"Bearer {TOKEN}"})
-    t0 = time.monotonic()
-    try:
-        with urllib.request.urlopen(req, timeout=DEADLINE_S + 60) as r:
-            return r.status, json.loads(r.read()), time.monotonic() - t0
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"{}"), time.monotonic() - t0
+    return served_ask(url, TOKEN, question, timeout=DEADLINE_S + 60)
 
 
 def test_a_hung_replica_gives_504_and_healthz_names_it(served, questions):

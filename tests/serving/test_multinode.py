@@ -11,8 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import psutil
@@ -20,7 +18,7 @@ import pytest
 
 from finrag.serving.server import get_json
 from tests.ray_cluster import HEAD, WORKER, LocalCluster
-from tests.served_app import serve_app
+from tests.served_app import ask, serve_app
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "multinode-token-4b1c2e"
@@ -107,18 +105,8 @@ def _replica_node(cluster, deployment: str) -> str:
     return found[0]
 
 
-def _ask(url: str, question: str, generate: bool = True) -> tuple[int, dict, float]:
-    req = urllib.request.Request(url + "/v1/answer", method="POST",
-                                 data=json.dumps({"question": question,
-                                                  "generate": generate}).encode(),
-                                 headers={"Content-Type": "application/json",
-                                          "Authorization": f"Bearer {TOKEN}"})
-    t0 = time.monotonic()
-    try:
-        with urllib.request.urlopen(req, timeout=DEADLINE_S + 60) as r:
-            return r.status, json.loads(r.read()), time.monotonic() - t0
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"{}"), time.monotonic() - t0
+def _ask(url: str, question: str) -> tuple[int, dict, float]:
+    return ask(url, TOKEN, question, generate=True, timeout=DEADLINE_S + 60)
 
 
 def test_serve_across_nodes_answers_and_survives_losing_a_node(
