@@ -17,7 +17,7 @@ import psutil
 import pytest
 
 from finrag.serving.server import get_json
-from tests.ray_cluster import HEAD, WORKER, LocalCluster
+from finrag.benchmarks.ray_cluster import HEAD, WORKER, LocalCluster
 from tests.served_app import ask, serve_app
 
 ROOT = Path(__file__).resolve().parents[2]

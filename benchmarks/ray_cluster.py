@@ -1,6 +1,12 @@
-"""A real multi-node Ray cluster on this machine for the tests: a head and worker raylets,
-each its own Ray node with a resource of its own (``finrag_head``, ``finrag_worker``) that
-placement can ask for; a node can be lost (its raylet and workers killed) and come back."""
+"""A real multi-node Ray cluster on this machine, for the tests and the benchmarks: a head and
+a worker raylet on loopback, each its own Ray node with a resource of its own
+(``finrag_head``, ``finrag_worker``) that placement can ask for; the worker node can be lost
+(its raylet and workers killed) and come back.
+
+    python -m finrag.benchmarks.ray_cluster     # prints the address; Ctrl-C ends it
+
+Then ``RAY_ADDRESS=ADDR RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 finrag serve --config ...``.
+"""
 
 from __future__ import annotations
 
@@ -53,3 +59,25 @@ class LocalCluster:
             os.environ.pop("RAY_TMPDIR", None)
             os.environ.pop(LOOPBACK_ENV, None)
             shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def main() -> int:
+    import signal
+    import time
+
+    cluster = LocalCluster()
+    print(f"RAY_ADDRESS={cluster.address} {LOOPBACK_ENV}=0  (head: {HEAD}, worker: {WORKER}; "
+          f"Ctrl-C ends it)", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cluster.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
