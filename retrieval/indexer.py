@@ -467,7 +467,7 @@ class Ingestor:
                         jobs.append(job)
                     else:
                         bar.update(1)
-                results = workers.run(jobs, self.parse_options, self.variant, self.embedder)
+                results = workers.run(jobs, self.parse_options, self.variant, self.index)
                 for job, result in results:  # in the order of jobs: the same chunk ids
                     bar.set_postfix_str(job.path.name[:40])
                     if isinstance(result, str):  # the worker's one-line reason
@@ -514,10 +514,10 @@ class EmbeddedDocument:
 class DocumentWorkers(Protocol):
     """Prepares and embeds documents in other processes (``serving.ray_ingest.RayWorkers``)."""
 
-    def run(self, jobs: list[DocumentJob], options: ParseOptions, variant: str, embedder
+    def run(self, jobs: list[DocumentJob], options: ParseOptions, variant: str, index: Index
             ) -> Iterator[tuple[DocumentJob, EmbeddedDocument | str]]:
         """Each job's embedded document, or a one-line reason it failed, in the jobs' order;
-        ``embedder`` is the writer's, whose identity the workers' embedders must have."""
+        the workers' embedders must be the one ``index`` was built with."""
         ...
 
 

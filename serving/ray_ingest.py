@@ -37,15 +37,14 @@ def _prepare(row: dict, options: ParseOptions) -> dict:
 class _Embed:
     """One embedder per actor; embeds the prepared documents that reach it."""
 
-    def __init__(self, profile, batch_size: int | None, variant: str, identity: tuple):
+    def __init__(self, profile, batch_size: int | None, variant: str, folder, settings):
         from finrag.models.profiles import load_profile_embedder
+        from finrag.retrieval.store.index import check_embedder
 
         self.embedder = load_profile_embedder(
             profile, **({"batch_size": batch_size} if batch_size else {}))
         self.variant = variant
-        if embedder_identity(self.embedder) != identity:
-            raise RuntimeError(f"a worker loaded the embedder {embedder_identity(self.embedder)}"
-                               f", not the writer's {identity}")
+        check_embedder(folder, settings, self.embedder)  # the index's, or refused by name
 
     def __call__(self, batch: dict) -> dict:
         embedded, errors = [], []
@@ -62,12 +61,6 @@ class _Embed:
             embedded.append(b"")
             errors.append(error)
         return {"i": batch["i"], "node": batch["node"], "embedded": embedded, "error": errors}
-
-
-def embedder_identity(embedder) -> tuple:
-    """What makes two embedders' vectors interchangeable in one index."""
-    return (embedder.model_id, getattr(embedder, "kind", "sentence-transformers"),
-            int(embedder.dim), bool(getattr(embedder, "normalize", True)))
 
 
 @dataclass
@@ -90,7 +83,7 @@ class RayWorkers:
         if self.workers is not None and self.workers < 1 or self.threads < 1:
             raise ValueError("--workers and --threads must be at least 1")
 
-    def run(self, jobs: list[DocumentJob], options: ParseOptions, variant: str, embedder
+    def run(self, jobs: list[DocumentJob], options: ParseOptions, variant: str, index
             ) -> Iterator[tuple[DocumentJob, EmbeddedDocument | str]]:
         if not jobs:
             return
@@ -118,8 +111,8 @@ class RayWorkers:
         ds = (ray.data.from_items(items, override_num_blocks=len(items))
               .map(_prepare, fn_kwargs={"options": options}, num_cpus=self.threads,
                    compute=ray.data.TaskPoolStrategy(size=workers))
-              .map_batches(_Embed, fn_constructor_args=(self.profile, self.batch_size,
-                                                        variant, embedder_identity(embedder)),
+              .map_batches(_Embed, fn_constructor_args=(self.profile, self.batch_size, variant,
+                                                        index.folder, index.settings),
                            batch_size=1, compute=ray.data.ActorPoolStrategy(size=embedders),
                            num_gpus=gpus, num_cpus=0 if gpus else self.threads))
         rows = iter(ds.iter_rows())

@@ -113,3 +113,24 @@ def ask(url: str, token: str, question: str, *, generate: bool = False,
             return r.status, json.loads(r.read()), time.monotonic() - t0
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read() or b"{}"), time.monotonic() - t0
+
+
+def start_load(ask_one, questions: list[str], seconds: float, clients: int = 3):
+    """``clients`` threads asking ``ask_one(question)`` in turn for ``seconds`` (a pause after
+    a reply that is not 200); returns (results, threads): results fill with each reply."""
+    import threading
+
+    results: list = []
+    stop_at = time.monotonic() + seconds
+
+    def client(i: int):
+        while time.monotonic() < stop_at:
+            reply = ask_one(questions[i % len(questions)])
+            results.append(reply)
+            if reply[0] != 200:
+                time.sleep(1)
+
+    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(clients)]
+    for t in threads:
+        t.start()
+    return results, threads

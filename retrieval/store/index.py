@@ -256,9 +256,7 @@ class Index(SearchIndex):
     def check_embedder(self, embedder) -> None:
         """Refuse an embedder other than the one the index's vectors were made with (model,
         kind, dimension, normalisation), naming both."""
-        _check_embedder(self.folder, self.settings, embedder.model_id,
-                        getattr(embedder, "kind", "sentence-transformers"), embedder.dim,
-                        getattr(embedder, "normalize", True), name=getattr(embedder, "name", ""))
+        check_embedder(self.folder, self.settings, embedder)
 
     # writing ----------------------------------------------------------------
     def add_document(self, meta, parsed, chunks, vectors, *, source_path: str, sha256: str,
@@ -355,6 +353,13 @@ def _refuse_published(folder: Path) -> None:
         raise PermissionError(
             f"{folder} holds published snapshots, which are read-only: write to the index "
             f"they were published from, then `finrag publish` it again")
+
+
+def check_embedder(folder: Path, settings: IndexSettings, embedder) -> None:
+    """``Index.check_embedder`` where the index is not open (a worker given its settings)."""
+    _check_embedder(folder, settings, embedder.model_id,
+                    getattr(embedder, "kind", "sentence-transformers"), embedder.dim,
+                    getattr(embedder, "normalize", True), name=getattr(embedder, "name", ""))
 
 
 def _check_embedder(folder: Path, have: IndexSettings, model_id: str, kind: str, dim: int,

@@ -11,14 +11,13 @@ import json
 import os
 import shutil
 import signal
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from finrag.serving.server import get_json
-from tests.served_app import ask as served_ask, serve_app
+from tests.served_app import ask as served_ask, serve_app, start_load
 
 TOKEN = "chaos-token-5e1d0b"
 DEADLINE_S = 25
@@ -93,19 +92,8 @@ def test_a_hung_replica_gives_504_and_healthz_names_it(served, questions):
 def test_killing_a_replica_under_load_loses_no_request(served, questions):
     pids = replica_pids(served["raydir"], "Retriever")
     assert len(pids) == 1, pids
-    results: list = []
     stop_at = time.monotonic() + 75
-
-    def client(i: int):
-        while time.monotonic() < stop_at:
-            status, body, seconds = ask(served["url"], questions[i % len(questions)])
-            results.append((status, body, seconds))
-            if status != 200:
-                time.sleep(1)
-
-    threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(3)]
-    for t in threads:
-        t.start()
+    results, threads = start_load(lambda q: ask(served["url"], q), questions, 75)
     time.sleep(15)
     answered_before = sum(1 for s, _, _ in results if s == 200)
     os.kill(pids[0], signal.SIGKILL)

@@ -9,7 +9,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pytest
 
 from finrag.serving.server import get_json
 from finrag.benchmarks.ray_cluster import HEAD, WORKER, LocalCluster
-from tests.served_app import ask, serve_app
+from tests.served_app import ask, serve_app, start_load
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "multinode-token-4b1c2e"
@@ -127,19 +126,8 @@ def test_serve_across_nodes_answers_and_survives_losing_a_node(
         status, body, _ = _ask(url, questions[0])
         assert status == 200 and body["answer"].strip() and body["retrieved"], body
 
-        results: list = []
         stop_at = time.monotonic() + 150
-
-        def client(i: int):
-            while time.monotonic() < stop_at:
-                status, body, seconds = _ask(url, questions[i % len(questions)])
-                results.append((status, body, seconds))
-                if status != 200:
-                    time.sleep(1)
-
-        threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(3)]
-        for t in threads:
-            t.start()
+        results, threads = start_load(lambda q: _ask(url, q), questions, 150)
         started = time.monotonic()
         while not any(s == 200 for s, _, _ in results):  # the load is being answered
             assert time.monotonic() - started < 90, results

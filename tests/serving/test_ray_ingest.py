@@ -55,8 +55,8 @@ class _LosingAWorker(RayWorkers):
 
     killed: list = []
 
-    def run(self, jobs, options, variant, embedder):
-        for n, item in enumerate(super().run(jobs, options, variant, embedder)):
+    def run(self, jobs, options, variant, index):
+        for n, item in enumerate(super().run(jobs, options, variant, index)):
             if n == 0:
                 self.killed.append(_kill_a_worker())
             yield item
