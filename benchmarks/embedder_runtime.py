@@ -1,7 +1,7 @@
 """The embedder on OpenVINO against sentence-transformers (torch): chunks a second on the same
 chunks in one run, how close the vectors are, and what retrieval gets from them.
 
-    python -m finrag.benchmarks.embedder_runtime --index var/fb-index
+    python -m finrag.benchmarks.embedder_runtime --index var/fb-index [--precision int8]
 
 1. Speed: chunks sampled evenly from the index, embedded in blocks by each runtime in turn
    (A B, then B A), the same texts on both sides; chunks a second per block.
@@ -10,8 +10,9 @@ chunks in one run, how close the vectors are, and what retrieval gets from them.
    it): today's vectors and torch queries (the reference); the index's vectors queried by
    OpenVINO (an existing index served by the new runtime); and the filing re-embedded by
    OpenVINO and queried by it (an index built by it). recall@10 against the reference's top
-   10, and evidence hit@5 (a top-5 chunk covers an evidence page). No choice was made on these
-   questions: the runtime was chosen on speed and on vector closeness alone.
+   10, and evidence hit@5 (a top-5 chunk covers an evidence page), over all questions and per
+   half of the fixed dev split (``benchmarks/splits``): a choice of runtime or precision is
+   made on the tune half; the test half has been read before and is "seen".
 Timed work: run it alone on the machine.
 """
 
@@ -26,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from finrag.benchmarks import report as R
+from finrag.benchmarks.splits import SPLITS, split_of
 
 
 def _rate(embedder, texts: list[str]) -> tuple[float, np.ndarray]:
@@ -93,7 +95,9 @@ SIDES = ("torch index, torch query", "torch index, OpenVINO query",
 
 
 def summarise(rows: list[dict]) -> dict[str, dict[str, float]]:
-    out = {}
+    out: dict[str, dict[str, float]] = {}
+    if not rows:
+        return out
     for side in SIDES:
         # a filing of fewer than 10 chunks has a shorter top 10
         recall = [len(set(r[side]["top10"]) & set(r[SIDES[0]]["top10"]))
@@ -127,10 +131,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--questions", type=Path, default=R.SHARED / "questions.dev.jsonl")
     p.add_argument("--sample", type=int, default=1024, help="chunks for the speed test")
     p.add_argument("--blocks", type=int, default=8)
-    p.add_argument("--name", default="embedder_runtime_cpu")
+    p.add_argument("--precision", default="auto", help="OpenVINO's: auto, f32, bf16 or int8")
+    p.add_argument("--name", help="results folder name (default embedder_runtime_cpu, "
+                                  "with _PRECISION unless auto)")
     p.add_argument("--report-only", action="store_true",
                    help="write the report again from the run's results.json")
     args = p.parse_args(argv)
+    args.name = args.name or "embedder_runtime_cpu" + (
+        "" if args.precision == "auto" else f"_{args.precision}")
     out = R.results_dir(args.name)
     command = "python -m finrag.benchmarks.embedder_runtime " + " ".join(argv or __import__(
         "sys").argv[1:])
@@ -150,7 +158,7 @@ def run(args) -> dict[str, Any]:
     from finrag.retrieval.systems.evaluation import load_questions
 
     torch_embedder = load_embedder("minilm")
-    ov_embedder = OpenVinoEmbedder.packaged()
+    ov_embedder = OpenVinoEmbedder.packaged(precision=args.precision)
     ov_embedder.name = "minilm"
     runtimes = {"sentence-transformers (torch)": torch_embedder,
                 f"OpenVINO ({ov_embedder.precision})": ov_embedder}
@@ -165,7 +173,9 @@ def run(args) -> dict[str, Any]:
         speed_rows = speed(runtimes, texts, args.blocks)
         cosines = np.sum(ov_embedder.encode(texts) * stored, axis=1)
         found = retrieval(index, load_questions(args.questions), torch_embedder, ov_embedder)
-    return {"sample": len(texts), "blocks": args.blocks, "speed": speed_rows,
+    found["split"] = split_of(R.read_jsonl(args.questions))
+    return {"precision": ov_embedder.precision, "sample": len(texts), "blocks": args.blocks,
+            "speed": speed_rows,
             "cosines": cosines.tolist(), "retrieval": found}
 
 
@@ -173,9 +183,13 @@ def write_report(result: dict[str, Any], args, out: Path) -> None:
     speed_rows, found = result["speed"], result["retrieval"]
     cosines = np.array(result["cosines"])
     figures = summarise(found["questions"])
+    split = found.get("split", {})
+    halves = {name: summarise([q for q in found["questions"] if split.get(q["id"]) == name])
+              for name in SPLITS} if split else {}
     names = list(speed_rows[0])
     ratios = [r[names[1]] / r[names[0]] for r in speed_rows]
     chash = R.config_hash({"sample": result["sample"], "blocks": result["blocks"],
+                           "precision": result.get("precision", "bf16"),
                            "code": R.code_version("models")})
     png = plot(speed_rows, cosines, out)
     lines = R.header("Embedder runtime: OpenVINO against sentence-transformers",
@@ -196,10 +210,18 @@ def write_report(result: dict[str, Any], args, out: Path) -> None:
               f"min {cosines.min():.6f}, mean {cosines.mean():.6f}.", "",
               f"Retrieval, {len(found['questions'])} dev questions whose filing is indexed and "
               f"that name evidence pages (dense search within the question's filing):", "",
-              "| index, query | recall@10 against torch, torch | evidence hit@5 |",
-              "|---|---|---|"]
+              "| index, query | recall@10 against torch, torch | evidence hit@5 | "
+              + " | ".join(f"{h} half: recall@10, hit@5" for h in halves) + " |",
+              "|---|---|---|" + "---|" * len(halves)]
     for side, f in figures.items():
-        lines.append(f"| {side} | {f['recall10']:.3f} | {R.pct(f['hit5'])} |")
+        lines.append(f"| {side} | {f['recall10']:.3f} | {R.pct(f['hit5'])} | " + " | ".join(
+            f"{h[side]['recall10']:.3f}, {R.pct(h[side]['hit5'])}" for h in halves.values()
+            if h) + (" |" if halves else ""))
+    if halves:
+        counts = {name: sum(split.get(q["id"]) == name for q in found["questions"])
+                  for name in halves}
+        lines += ["", "Questions per half: " + ", ".join(f"{n} {c}" for n, c in counts.items())
+                  + ". A precision is chosen on the tune half; the test half is seen."]
     lines += ["", f"![speed and closeness]({png})", ""]
     (out / "report.md").write_text("\n".join(lines), encoding="utf-8")
     print("\n".join(lines))

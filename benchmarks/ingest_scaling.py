@@ -41,14 +41,21 @@ FILINGS, PAGES = 50_000, 7_500_000
 
 
 def ingest(pdfs: list[Path], metadata: Path, extra: list[str], threads: str | None,
-           profile: str) -> dict[str, Any]:
+           profile: str, *, config: Path | None = None, index: Path | None = None
+           ) -> dict[str, Any]:
+    """One real `finrag ingest` of ``pdfs`` into a fresh index (``index``, kept; else a
+    temporary one), its JSON summary's figures and the process's wall seconds. ``config``: a
+    FINRAG_CONFIG YAML over the packaged profiles."""
     env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
     env.pop("OMP_NUM_THREADS", None)
+    env.pop("FINRAG_CONFIG", None)
     if threads:
         env["OMP_NUM_THREADS"] = threads
+    if config:
+        env["FINRAG_CONFIG"] = str(config)
     with tempfile.TemporaryDirectory() as tmp:
         cmd = [sys.executable, "-m", "finrag.serving.cli", "ingest", *map(str, pdfs),
-               "--metadata", str(metadata), "--index", str(Path(tmp) / "index"),
+               "--metadata", str(metadata), "--index", str(index or Path(tmp) / "index"),
                "--profile", profile, "--json", "-q", *extra]
         t0 = time.perf_counter()
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=7200)

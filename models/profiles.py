@@ -34,12 +34,18 @@ class RoleSpec(BaseModel):
     # sentence-transformers embedders: torch, or OpenVINO (models/openvino_embedder.py; the
     # same vectors within bfloat16's tolerance, so an index takes either)
     runtime: Literal["torch", "openvino"] = "torch"
+    # runtime openvino: auto (bfloat16 where the CPU computes in it, else float32), f32, bf16,
+    # or int8 (statically quantized: models/openvino_embedder.quantized)
+    precision: Literal["auto", "f32", "bf16", "int8"] = "auto"
 
     @model_validator(mode="after")
     def _runtime_fits(self) -> "RoleSpec":
         if self.runtime == "openvino" and self.kind != "sentence-transformers":
             raise ValueError(f"runtime openvino runs a sentence-transformers embedder, "
                              f"not {self.kind}")
+        if self.precision != "auto" and self.runtime != "openvino":
+            raise ValueError(f"precision {self.precision} is for runtime openvino, "
+                             f"not {self.runtime}")
         return self
 
 
@@ -347,6 +353,7 @@ def load_profile_embedder(profile: Profile, role: str = "embedder", **kwargs):
         from finrag.models.openvino_embedder import OpenVinoEmbedder
 
         kwargs.pop("device")
+        kwargs.setdefault("precision", spec.precision)
         if spec.model in ("minilm", MINILM_L6_V2.model_id):
             embedder = OpenVinoEmbedder.packaged(MINILM_L6_V2, **kwargs)
             embedder.name = "minilm"

@@ -110,11 +110,24 @@ def generate_demo_corpus(out_dir: str | Path, *, seed: int = 7, force: bool = Fa
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m finrag.serving.cli.demo_corpus", description=__doc__.splitlines()[0])
-    parser.add_argument("out_dir", help="directory to write the corpus into")
+    parser.add_argument("out_dir", nargs="?", help="directory to write the corpus into")
     parser.add_argument("--seed", type=int, default=7, help="seed for figures and wording (default 7)")
     parser.add_argument("--force", action="store_true", help="rewrite even if a complete corpus exists")
+    parser.add_argument("--embedder-calibration", metavar="FILE",
+                        help="write the OpenVINO embedder's int8 calibration windows of the corpus's "
+                             "text to FILE instead (models/openvino_calibration.json)")
     args = parser.parse_args(argv)
+    if args.embedder_calibration:
+        from finrag.models.openvino_embedder import calibration_windows
+        from finrag.serving.cli.demo_corpus.filings import filing_texts
 
+        windows = calibration_windows(filing_texts(args.seed))
+        Path(args.embedder_calibration).write_text(json.dumps(windows, indent=0) + "\n", encoding="utf-8")
+        print(f"wrote {len(windows)} calibration windows to {args.embedder_calibration}")
+        return 0
+
+    if not args.out_dir:
+        parser.error("out_dir is required")
     started = time.perf_counter()
     corpus = generate_demo_corpus(args.out_dir, seed=args.seed, force=args.force)
     elapsed = time.perf_counter() - started
