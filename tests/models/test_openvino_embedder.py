@@ -119,3 +119,19 @@ def test_precision_is_checked():
     spec = RoleSpec(kind="sentence-transformers", model=MINILM_L6_V2.model_id,
                     runtime="openvino", precision="int8")
     assert spec.precision == "int8"
+
+
+def test_a_long_list_on_two_streams_gives_each_text_its_own_vector(openvino_embedder):
+    """More texts than a batch go through the streams' queue, out of order; one text through
+    the one request. Every row is its text's vector either way."""
+    texts = [f"{t} ({i})" for i, t in enumerate(TEXTS * 5)]  # 30 texts: 4 batches of 8
+    one = OpenVinoEmbedder.packaged(precision="auto", streams=1, threads=2)
+    two = OpenVinoEmbedder.packaged(precision="auto", streams=2, threads=2)
+    assert (one.streams, two.streams) == (1, 2)
+    assert OpenVinoEmbedder.packaged(precision="auto", streams=2, threads=1).streams == 1
+    ours, theirs = two.encode(texts), one.encode(texts)
+    assert ours.shape == (len(texts), 384)
+    assert np.allclose(ours, theirs, atol=2e-3)
+    alone = np.stack([two.encode([t])[0] for t in texts])
+    assert np.allclose(alone, ours, atol=2e-3)
+    assert np.sum(ours[0] * ours[1]) < 0.9  # a question and "x": rows are not all alike
