@@ -221,8 +221,10 @@ class OpenVinoEmbedder:
         self._output = self._model.output(0)
         self._request = self._model.create_infer_request()
         self._one = threading.Lock()  # one inference request: one batch at a time
-        self._queue = openvino.AsyncInferQueue(self._model, self.streams)
-        self._queue.set_callback(_store)
+        self._queue = None
+        if self.streams > 1:
+            self._queue = openvino.AsyncInferQueue(self._model, self.streams)
+            self._queue.set_callback(_store)
         self._many = threading.Lock()  # one queue: one long list at a time
         self.dim = int(self._output.get_partial_shape()[1].get_length())
 
@@ -239,15 +241,15 @@ class OpenVinoEmbedder:
         out = np.empty((len(texts), self.dim), dtype=np.float32)
         batches = [order[start:start + self.batch_size]
                    for start in range(0, len(order), self.batch_size)]
-        if len(batches) == 1 or self.streams == 1:
-            for batch in batches:
-                feed = _feed(self._tokenizer.encode_batch([texts[i] for i in batch]))
+        feeds = ((batch, _feed(self._tokenizer.encode_batch([texts[i] for i in batch])))
+                 for batch in batches)
+        if len(batches) == 1 or self._queue is None:
+            for batch, feed in feeds:
                 with self._one:
                     out[batch] = self._request.infer(feed)[self._output]
             return out
         with self._many:  # the next batch is tokenized while the streams run
-            for batch in batches:
-                feed = _feed(self._tokenizer.encode_batch([texts[i] for i in batch]))
+            for batch, feed in feeds:
                 self._queue.start_async(feed, (out, batch))
             self._queue.wait_all()
         return out
