@@ -1,8 +1,9 @@
 """Filings on disk → the index, one document at a time, resumable and atomic per document.
 
-A document is parsed, chunked and embedded in memory, then written in one SQLite transaction;
-a run that is killed loses at most the document in flight, and the next run skips every
-document already indexed (by sha256), so re-running gives the same index as one clean run.
+A document is parsed, chunked and embedded in memory, then written in one SQLite transaction
+(the next file is parsed while one is embedded); a run that is killed loses at most the
+documents in flight, and the next run skips every document already indexed (by sha256), so
+re-running gives the same index as one clean run.
 Files that cannot be read are reported one line each and the rest goes on.
 
 The index variant (``retrieval.ingest.variants``: plain, meta, llmctx) decides the indexed text of each
@@ -17,6 +18,7 @@ import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from dataclasses import replace as with_fields
 from pathlib import Path
@@ -363,17 +365,14 @@ class Ingestor:
                             limits=self.limits, collections=tuple(self.collections),
                             companies=self.companies)
 
-    def ingest_one(self, path: Path, report: IngestReport) -> None:
-        job = self.plan(path, report)
-        if job is None:
-            return
-        doc = prepare_document(job, self.parse_options)
+    def finish(self, doc: PreparedDocument, report: IngestReport) -> None:
+        """Embed a prepared document (llmctx: after writing its chunk contexts) and commit it."""
         contexts = None
         if self.contextualizer is not None:  # its time is not parse time: counted apart
             c = self.contextualizer
             before = (c.generated, c.reused, c.seconds)
             contexts = c.contextualize(doc.meta, doc.parsed, doc.chunks, store=self.contexts,
-                                       sha256=job.sha256, progress=self.progress)
+                                       sha256=doc.job.sha256, progress=self.progress)
             report.contexts_generated += c.generated - before[0]
             report.contexts_reused += c.reused - before[1]
             report.context_seconds += c.seconds - before[2]  # LLM time only
@@ -456,9 +455,7 @@ class Ingestor:
         bar = tqdm(files, unit="doc", disable=not progress, file=sys.stderr, dynamic_ncols=True)
         try:
             if workers is None:
-                for path in bar:
-                    bar.set_postfix_str(path.name[:40])
-                    self._attempt(path, report, on_error, self.ingest_one, path, report)
+                self._one_after_another(files, report, on_error, bar)
             else:
                 jobs = []
                 for path in files:  # read nothing but the bytes' hash: quick
@@ -480,6 +477,33 @@ class Ingestor:
             self.index.save()
             report.seconds = time.perf_counter() - start
         return report
+
+    def _one_after_another(self, files: list[Path], report: IngestReport, on_error, bar) -> None:
+        """Each file planned, parsed, embedded and committed in turn, with the next file parsed
+        in a thread while this one is embedded: the parse is Python and MuPDF, the embedding
+        native code that leaves the GIL, so the two share the cores. Plans and commits stay on
+        this thread, the one that holds the index."""
+        parser = ThreadPoolExecutor(1, thread_name_prefix="finrag-parse")
+        current = None  # (path, the future of its prepared document)
+        try:
+            for path in [*files, None]:
+                following = None
+                if path is not None:
+                    job = self._attempt(path, report, on_error, self.plan, path, report)
+                    if job is None:
+                        bar.update(1)
+                    else:
+                        following = (path, parser.submit(prepare_document, job,
+                                                          self.parse_options))
+                if current is not None:
+                    done, prepared = current
+                    bar.set_postfix_str(done.name[:40])
+                    self._attempt(done, report, on_error,
+                                  lambda: self.finish(prepared.result(), report))
+                    bar.update(1)
+                current = following
+        finally:  # interrupted: no parse left to run behind
+            parser.shutdown(wait=True, cancel_futures=True)
 
     def _attempt(self, path: Path, report: IngestReport, on_error, fn, *args, **kwargs):
         """``fn``'s result, or None with the file's failure reported: one file's problem never

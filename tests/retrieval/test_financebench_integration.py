@@ -76,3 +76,22 @@ def test_tables_of_a_real_filing(fb_index):
     labels = [r["label"] for t in tables for r in t["rows"]]
     assert any("Net sales" in l for l in labels)
     assert all(t["header"][0] == "label" and t["rows"] for t in tables)
+
+
+def test_one_text_extraction_reads_what_two_did():
+    """``parse_pdf`` reads a page's text and its table words from one extraction: the same text
+    and tables as extracting each on its own."""
+    import pymupdf
+
+    from finrag.retrieval.ingest.pdf import parse_pdf
+    from finrag.retrieval.ingest.tables import find_tables
+
+    need_shared(FINANCEBENCH)
+    path = FINANCEBENCH / "pdfs" / "3M_2018_10K.pdf"
+    parsed = parse_pdf(path)
+    with pymupdf.open(path) as doc:
+        apart = [(page.get_text("text", sort=False),
+                  find_tables(page.get_text("words"), page.number + 1)) for page in doc]
+    assert len(parsed.pages) == len(apart) == 160
+    assert sum(len(tables) for _, tables in apart) > 20
+    assert [(p.text, p.tables) for p in parsed.pages] == apart
