@@ -158,10 +158,13 @@ def write_report(result: dict, out: Path) -> None:
     png = plot(result, out)
     lines = R.header("Ingest on Ray Data against the sequential ingest", result["command"],
                      chash, [
-        "", f"{len(result['pdfs'])} FinanceBench PDFs (every {result['every']}th of the folder, "
-            f"sorted): {first['pages']:,} pages, {first['chunks']:,} chunks. Profile "
-            f"`{result['profile']}`; {result['cpus']} cores; {result['rounds']} rounds, the "
-            f"sides in turn. Medians over rounds."])
+        "", f"{len(result['pdfs'])} FinanceBench PDFs ("
+            + ("all of the folder" if result["every"] == 1 else
+               f"every {result['every']}th of the folder, sorted")
+            + f"): {first['pages']:,} pages, {first['chunks']:,} chunks. Profile "
+            f"`{result['profile']}`; {result['cpus']} cores; {result['rounds']} "
+            f"round{'s' if result['rounds'] != 1 else ''}, the sides in turn"
+            + (". Medians over rounds." if result["rounds"] > 1 else ".")])
     lines += ["| side | pages/s | seconds | Ray start, s | pages/s less Ray's start |",
               "|---|---|---|---|---|"]
     for name in names:
