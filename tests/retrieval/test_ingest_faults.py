@@ -169,6 +169,46 @@ def test_a_malformed_corpus_twice_leaves_exactly_the_good_documents(tmp_path, em
     assert nvidia_facts == 0, "a posing filing stored facts under another company's CIK"
 
 
+def test_the_next_file_is_parsed_while_one_is_embedded(tmp_path, embedder, monkeypatch):
+    """Each document's embedding waits for the next file's parse to start: a run that parsed
+    only after embedding would stop here (the wait times out and the test fails)."""
+    import threading
+
+    from finrag.retrieval import indexer
+
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    names = ["ALPHA_2022_10K", "BRAVO_2022_10K", "CHARLIE_2022_10K", "DELTA_2022_10K"]
+    for name in names:
+        (corpus / f"{name}.pdf").write_bytes(pdf_bytes(name.split("_")[0].title()))
+    started = {name: threading.Event() for name in names}
+    parsers, waited = [], []
+    prepare = indexer.prepare_document
+
+    def recording(job, options):
+        parsers.append(threading.current_thread().name)
+        started[job.path.stem].set()
+        return prepare(job, options)
+
+    class Waiting:  # the real embedder, each document's call waiting on the next parse
+        def __getattr__(self, name):
+            return getattr(embedder, name)
+
+        def encode(self, texts, **kwargs):
+            following = names[len(waited) + 1:len(waited) + 2]
+            waited.append(all(started[n].wait(30) for n in following))
+            return embedder.encode(texts, **kwargs)
+
+    monkeypatch.setattr(indexer, "prepare_document", recording)
+    ingestor = Ingestor(tmp_path / "index", Waiting())
+    report = ingestor.run([corpus], progress=False)
+    ingestor.close()
+    assert report.failed == [] and report.added == names
+    assert waited == [True] * len(names)
+    assert len(parsers) == len(names) and all(n.startswith("finrag-parse") for n in parsers)
+    assert sorted(check_integrity(tmp_path / "index")) == names
+
+
 def test_unreadable_files_do_not_end_the_run(tmp_path, embedder):
     if os.geteuid() == 0:
         pytest.skip("running as root: file permissions do not stop root from reading")
