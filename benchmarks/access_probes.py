@@ -40,6 +40,11 @@ QUESTIONS = ["What was Lumenfield Software's total revenue in 2024?",
              "What did Quillon Pump & Valve Company report as operating income for 2024?",
              "Which risks did the maker of flow-control equipment describe for 2024?"]
 SYSTEMS = ("hdrr", "cbr", "sfr", "agentic")
+# a filing of alpha's that leaves its collection, then the index, while variant indexes
+# (V-A, V-B) of the same filings are served beside it
+LEAVER = ALPHA[1]
+LEAVER_QUESTION = "What was Harlow & Finch Stores' total revenue in 2024?"
+VARIANT_SYSTEMS = ("cbr", "cbr_meta", "cbr_llmctx", "hdrr", "sfr", "agentic")
 
 
 @dataclass
@@ -55,14 +60,15 @@ class Case:
         return not self.leaks and self.status == self.expected
 
 
-def two_collections(folder: Path, corpus, embedder) -> Path:
+def two_collections(folder: Path, corpus, embedder, **ingest) -> Path:
     """An index of ALPHA in collection `alpha` and BETA in `beta` (``corpus``: the demo
-    corpus, with its ``out_dir`` and ``metadata_path``)."""
+    corpus, with its ``out_dir`` and ``metadata_path``; ``ingest``: more of the
+    ``Ingestor``'s options, such as a variant)."""
     from finrag.retrieval.indexer import Ingestor
 
     for collection, docs in (("alpha", ALPHA), ("beta", BETA)):
         ingestor = Ingestor(folder, embedder, metadata=corpus.metadata_path,
-                            collections=[collection])
+                            collections=[collection], **ingest)
         try:
             report = ingestor.run([corpus.out_dir / f"{d}.pdf" for d in docs], progress=False)
         finally:
@@ -70,6 +76,23 @@ def two_collections(folder: Path, corpus, embedder) -> Path:
         if not report.ok or len(report.added) != len(docs):
             raise RuntimeError(f"the probe index was not built: {report.failed}")
     return folder
+
+
+def build_variants(index: Path, corpus, embedder, contextualizer=None,
+                   **llmctx) -> dict[str, Path]:
+    """The V-A variant of the two-collection ``index`` beside it, and V-B too given a
+    ``contextualizer`` (``retrieval.ingest.variants.Contextualizer``; ``llmctx``: more of its
+    ``Ingestor``'s options, such as larger chunks, which need fewer contexts): the same
+    filings in the same collections, as `finrag ingest --variant` makes them."""
+    from finrag.retrieval.store.variant_indexes import variant_dir
+
+    built = {"meta": two_collections(variant_dir(index, "meta"), corpus, embedder,
+                                     variant="meta")}
+    if contextualizer is not None:
+        built["llmctx"] = two_collections(variant_dir(index, "llmctx"), corpus, embedder,
+                                          variant="llmctx", contextualizer=contextualizer,
+                                          **llmctx)
+    return built
 
 
 def secrets_of(index_dir: Path, hidden: list[str], shown: list[str]) -> list[str]:
@@ -114,6 +137,114 @@ def probe_pipeline(pipe, secrets: list[str]) -> list[Case]:
         got = [k for k, v in reads.items() if v]
         cases.append(Case("in process", f"{doc} by id: search, pages, tables, record", None,
                           None, got))
+    return cases
+
+
+def probe_leaver(ask, surface: str, what: str, secrets: list[str], systems=VARIANT_SYSTEMS,
+                 expected: int | None = None) -> list[Case]:
+    """LEAVER asked about by a reader who may no longer read it, through every system
+    (``ask(question, system)`` → (HTTP status or None, the reply as text)); its doc id or any
+    line of its own in a reply is a leak."""
+    cases = []
+    for system in systems:
+        status, reply = ask(LEAVER_QUESTION, system)
+        cases.append(Case(surface, f"{what}: {system}", expected, status,
+                          _leaks(reply, secrets)))
+    return cases
+
+
+def asked_in_process(view):
+    """``probe_leaver``'s ``ask`` over a pipeline view."""
+    return lambda question, system: (None, json.dumps(
+        view.answer(question, system, generate=False).to_dict()))
+
+
+def asked_over_http(url: str, token: str):
+    """``probe_leaver``'s ``ask`` over ``/v1/answer``."""
+    return lambda question, system: request(url + "/v1/answer", token, {
+        "question": question, "system": system, "generate": False})
+
+
+def probe_leaving_in_process(index: Path, variants: dict[str, Path], profile: str, work: Path,
+                             finrag) -> tuple[list[Case], list[str]]:
+    """LEAVER (in `alpha`) taken out of `alpha` while a writer holds the V-A variant (so it
+    has not caught up), then `finrag publish`ed, then `finrag remove`d and published again:
+    `alpha`'s reader, then `beta`'s, ask every system in process, over the index and over the
+    published root. ``index`` is written to; ``finrag(*args)`` runs the command line. Returns
+    the cases and, as a control, the systems through which alpha's reader read LEAVER before
+    it left (the probe's proof that it would see a leak)."""
+    from finrag.retrieval.store.lock import WriterLock
+    from finrag.retrieval.store.variant_indexes import variant_dir
+    from finrag.retrieval.systems.pipelines import Pipeline
+
+    systems = ("cbr", "hdrr", "sfr", "agentic",
+               *(s for s in ("cbr_meta", "cbr_llmctx") if s.split("_")[1] in variants))
+    secrets = {"alpha": secrets_of(index, [LEAVER], [ALPHA[0]]),
+               "beta": secrets_of(index, [LEAVER], BETA)}
+    root = work / "published"
+    pipe = Pipeline.load(index, profile=profile, variant_dirs=variants)
+    published = None
+    try:
+        before = probe_leaver(asked_in_process(pipe.scoped(["alpha"])), "control", "",
+                              [LEAVER], systems)
+        control = [system for system, case in zip(systems, before) if case.leaks]
+        held = WriterLock(variants["meta"]).acquire()  # a long V-A ingest, say
+        try:
+            finrag("collection", "add", "beta", LEAVER, "--index", str(index))
+            finrag("collection", "remove", "alpha", LEAVER, "--index", str(index))
+        finally:
+            held.release()
+        cases = probe_leaver(asked_in_process(pipe.scoped(["alpha"])), "variants",
+                             "in process, after `finrag collection remove` (V-A not caught up)",
+                             secrets["alpha"], systems)
+        finrag("publish", "--index", str(index), "--to", str(root), "-q")
+        published = Pipeline.load(root, profile=profile, variant_dirs={
+            v: variant_dir(root, v) for v in variants})
+        cases += probe_leaver(asked_in_process(published.scoped(["alpha"])), "variants",
+                              "published, after `finrag collection remove`", secrets["alpha"],
+                              systems)
+        finrag("remove", LEAVER, "--index", str(index))
+        cases += probe_leaver(asked_in_process(pipe.scoped(["beta"])), "variants",
+                              "in process, after `finrag remove`", secrets["beta"], systems)
+        finrag("publish", "--index", str(index), "--to", str(root), "-q")
+        cases += probe_leaver(asked_in_process(published.scoped(["beta"])), "variants",
+                              "published, after `finrag remove` and `finrag publish`",
+                              secrets["beta"], systems)
+    finally:
+        pipe.close()
+        if published is not None:
+            published.close()
+    from finrag.retrieval.store.index import Index
+
+    behind = []
+    for name, folder in variants.items():
+        with Index.open(folder) as variant:
+            if variant.catalog.document(LEAVER) is not None:
+                behind.append(f"the {name} variant on disk still holds {LEAVER}")
+    cases.append(Case("variants", f"on disk: every variant dropped {LEAVER} with the index",
+                      None, None, behind))
+    return cases, control
+
+
+def probe_leaving_http(url: str, operator: str, readers: dict[str, str],
+                       secrets: dict[str, list[str]], holder: str, other: str,
+                       systems=VARIANT_SYSTEMS) -> list[Case]:
+    """Over HTTP, LEAVER being in collection ``holder``: the operator (a token with the admin
+    and ingest rights) moves it to ``other`` (`PUT .../collections`) and ``holder``'s reader
+    asks every system; then the operator deletes it and ``other``'s reader asks every system
+    (``readers``, ``secrets``: by collection, what each reader may read no more)."""
+    cases = []
+    status, reply = request(url + f"/v1/documents/{LEAVER}/collections", operator,
+                            {"add": [other], "remove": [holder]}, "PUT")
+    cases.append(Case("variants", f"the operator moves {LEAVER} from {holder} to {other}",
+                      200, status, []))
+    cases += probe_leaver(asked_over_http(url, readers[holder]), "variants",
+                          f"served, {holder}'s reader after PUT collections", secrets[holder],
+                          systems, 200)
+    status, reply = request(url + f"/v1/documents/{LEAVER}", operator, method="DELETE")
+    cases.append(Case("variants", f"the operator deletes {LEAVER}", 200, status, []))
+    cases += probe_leaver(asked_over_http(url, readers[other]), "variants",
+                          f"served, {other}'s reader after DELETE", secrets[other], systems, 200)
     return cases
 
 
@@ -201,6 +332,298 @@ def probe_http(url: str, tokens: dict[str, str], secrets: list[str], corpus) -> 
     return cases
 
 
+def raw(url: str, method: str, path: str, headers: list[tuple[str, str]], body: bytes = b"",
+        *, timeout: float = 60.0, send_body: bool = True) -> tuple[int | None, str, float]:
+    """One request with headers as given, repeated ones included (urllib folds them): (status
+    or None when no reply came within ``timeout``, the reply, seconds). ``send_body=False``
+    sends the headers (a Content-Length among them) and never the body: a slow client."""
+    import http.client
+    import time
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
+    conn = http.client.HTTPConnection(where.hostname, where.port, timeout=timeout)
+    started = time.monotonic()
+    try:
+        conn.putrequest(method, path, skip_accept_encoding=True)
+        for name, value in headers:
+            conn.putheader(name, value)
+        conn.endheaders(body if send_body and body else None)
+        reply = conn.getresponse()
+        return reply.status, reply.read().decode("utf-8", "replace"), time.monotonic() - started
+    except (TimeoutError, OSError):
+        return None, "", time.monotonic() - started
+    finally:
+        conn.close()
+
+
+PROXY_SECRET = "probe-proxy-secret-0123456789"
+# an identity proxy's groups as a directory names them: a DN with commas, a name with spaces
+PROXY_GROUPS = {"CN=Desk Alpha,OU=Groups,DC=bank,DC=com": ["alpha"], "Beta Readers": ["beta"]}
+
+
+def _proxied(user: str, groups: str) -> list[tuple[str, str]]:
+    return [("X-Proxy-Secret", PROXY_SECRET), ("X-Forwarded-User", user),
+            ("X-Forwarded-Groups", groups)]
+
+
+def _listed(reply: str) -> list[str] | None:
+    try:
+        return sorted(d["doc_id"] for d in json.loads(reply)["documents"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def probe_identity_and_tokens(url: str, tokens: dict[str, str], bearer_file: Path,
+                              ingress_rss, wait_s: float = 35.0) -> tuple[list[Case], dict]:
+    """The holes of identity headers and tokens, over HTTP: an identity header sent twice;
+    groups as a directory names them; the all-collections bearer token's file deleted (its
+    token refused ``wait_s`` later); 300 wrong secrets for a known key id, with /healthz's
+    latency and the Ingress's RSS (``ingress_rss()``, bytes) before and after. Returns the
+    cases and the flood's figures."""
+    import statistics
+    import time
+
+    cases: list[Case] = []
+    docs = url + "/v1/documents?limit=50"
+    path = "/v1/documents?limit=50"
+    twice = [("X-Forwarded-User", "mallory")] + _proxied("ana", "Beta Readers")
+    status, reply, _ = raw(url, "GET", path, twice)
+    cases.append(Case("identity", "two X-Forwarded-User headers (a client's, then the "
+                                  "proxy's)", 401, status, _leaks(reply, BETA)))
+    for groups, want in (('"CN=Desk Alpha,OU=Groups,DC=bank,DC=com"', ALPHA),
+                         ('Beta Readers, "CN=Desk Alpha,OU=Groups,DC=bank,DC=com"',
+                          sorted(ALPHA + BETA))):
+        status, reply, _ = raw(url, "GET", path, _proxied("ana", groups))
+        listed = _listed(reply)
+        cases.append(Case("identity", f"groups {groups}: reads exactly {', '.join(want)}", 200,
+                          status, [] if listed == sorted(want) else [f"listed {listed}"]))
+    status, reply, _ = raw(url, "GET", path, _proxied("ana", '"CN=Desk Alpha'))
+    cases.append(Case("identity", "a groups header with an unclosed quote", 401, status, []))
+
+    status, _ = request(docs, tokens["bearer"])
+    cases.append(Case("token", "the all-collections bearer token, its file in place", 200,
+                      status, []))
+    bearer_file.unlink()
+    time.sleep(wait_s)
+    status, reply = request(docs, tokens["bearer"])
+    cases.append(Case("token", f"the bearer token's file deleted, {wait_s:g} s later", 401,
+                      status, _leaks(reply, BETA)))
+
+    def health_ms() -> float:
+        started = time.monotonic()
+        request(url + "/healthz", None)
+        return (time.monotonic() - started) * 1000
+
+    def p99(values: list[float]) -> float:
+        return statistics.quantiles(values, n=100)[98]
+
+    before_ms = [health_ms() for _ in range(30)]
+    rss_before = ingress_rss()
+    key_id = tokens["reader"].split("_")[1]
+    statuses, during_ms = Counter(), []
+    started = time.monotonic()
+    for i in range(300):
+        wrong = f"frg_{key_id}_" + base64.urlsafe_b64encode(
+            i.to_bytes(4, "big") * 8).decode().rstrip("=")[:43]
+        statuses[request(docs, wrong)[0]] += 1
+        if i % 10 == 9:
+            during_ms.append(health_ms())
+    flood_s = time.monotonic() - started
+    rss_after = ingress_rss()
+    figures = {"wrong_secrets": 300, "statuses": dict(statuses), "flood_s": round(flood_s, 3),
+               "healthz_p99_ms_before": round(p99(before_ms), 2),
+               "healthz_p99_ms_during": round(p99(during_ms), 2),
+               "ingress_rss_mb_before": round(rss_before / 2**20, 1),
+               "ingress_rss_mb_after": round(rss_after / 2**20, 1)}
+    grew = (rss_after - rss_before) / 2**20
+    cases.append(Case("token", f"300 wrong secrets for a known key id: {dict(statuses)}, "
+                               f"{flood_s:.1f} s; Ingress RSS {figures['ingress_rss_mb_before']}"
+                               f" → {figures['ingress_rss_mb_after']} MB", 401,
+                      401 if set(statuses) == {401} else min(statuses),
+                      [f"the Ingress grew {grew:.1f} MB"] if grew > 16 else []))
+    return cases, figures
+
+
+def huge_page_pdf(path: Path, side_pt: float = 14400.0) -> Path:
+    """A one-page filing whose page is ``side_pt`` points square (a MediaBox 200 inches wide):
+    at the page view's zoom, a picture of gigabytes unless its size is capped."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    page = doc.new_page(width=side_pt, height=side_pt)
+    for i, line in enumerate(("Hugepage Holdings, Inc. Annual Report on Form 10-K for fiscal "
+                              "2024.", "Total revenue was $1,234 million in fiscal 2024.",
+                              "This filing's only page is two hundred inches on each side.")):
+        page.insert_text((72, 72 + 24 * i), line, fontsize=12)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def probe_request_holes(url: str, ctx) -> tuple[list[Case], dict]:
+    """The holes of writes, pages and open paths, over HTTP (``ctx``: the run's tokens and
+    work folder): a read-only token announcing an 80 MB upload and sending nothing; a chunk
+    number of 20 digits; a page with a 14,400 pt MediaBox (uploaded, then shown); 30 slow POSTs
+    to /metrics while an answer is asked; what /healthz, / and /docs show a stranger."""
+    import struct
+    import threading
+    import time
+
+    cases: list[Case] = []
+    tokens = ctx.tokens
+    bearer = [("Authorization", f"Bearer {tokens['reader']}")]
+    status, reply, took = raw(url, "POST", "/v1/documents", bearer + [
+        ("Content-Type", "application/json"), ("Content-Length", str(80 * 2**20))],
+        send_body=False, timeout=20)
+    cases.append(Case("writes", f"a read-only token announces an 80 MB upload and sends "
+                                f"nothing: answered in {took:.2f} s", 403, status,
+                      [] if took < 5 else [f"answered after {took:.1f} s"]))
+    status, reply = request(url + f"/v1/documents/{ALPHA[0]}/pages/1?chunk="
+                            + "9" * 20, tokens["reader"])
+    cases.append(Case("pages", "chunk=99999999999999999999", 422, status, []))
+    status, reply = request(url + f"/v1/documents/{ALPHA[0]}/pages/99999999999999999999",
+                            tokens["reader"])
+    cases.append(Case("pages", "page 99999999999999999999", 422, status, []))
+    huge = huge_page_pdf(ctx.work / "HUGEPAGE_2024_10K.pdf")
+    status, reply = request(url + "/v1/documents", tokens["uploader"], {
+        "filename": huge.name, "collections": ["alpha"],
+        "content": base64.b64encode(huge.read_bytes()).decode(),
+        "metadata": {"company": "Hugepage Holdings, Inc.", "doc_type": "10K",
+                     "fiscal_year": 2024}})
+    cases.append(Case("pages", "an upload whose page has a 14,400 pt MediaBox", 201, status,
+                      []))
+    figures: dict[str, Any] = {}
+    if status == 201:
+        started = time.monotonic()
+        status, reply = request(url + "/v1/documents/HUGEPAGE_2024_10K/pages/1",
+                                tokens["reader"])
+        took = time.monotonic() - started
+        problems = []
+        if status == 200:
+            png = base64.b64decode(json.loads(reply)["image"].split(",", 1)[1])
+            width, height = struct.unpack(">II", png[16:24])  # the PNG's IHDR
+            figures["huge_page"] = {"width_px": width, "height_px": height,
+                                    "png_bytes": len(png), "seconds": round(took, 3)}
+            if max(width, height) > 4000 or width * height > 4_000_000:
+                problems.append(f"rendered {width}x{height}")
+        cases.append(Case("pages", f"that page shown: {figures.get('huge_page')}", 200, status,
+                          problems))
+
+    answer: dict[str, Any] = {}
+
+    def ask() -> None:
+        answer["reply"] = request(url + "/v1/answer", tokens["reader"], {
+            "question": QUESTIONS[0], "system": "cbr", "generate": False})
+
+    asker = threading.Thread(target=ask)
+    asker.start()
+    slow: list[tuple[int | None, float]] = []
+
+    def post_metrics() -> None:
+        status, _, took = raw(url, "POST", "/metrics", [("Content-Type", "application/json"),
+                                                        ("Content-Length", "1000000")],
+                              send_body=False, timeout=30)
+        slow.append((status, took))
+
+    posts = [threading.Thread(target=post_metrics) for _ in range(30)]
+    for t in posts:
+        t.start()
+    for t in posts:
+        t.join()
+    asker.join(timeout=600)
+    statuses = Counter(status for status, _ in slow)
+    longest = max(took for _, took in slow)
+    figures["slow_metrics_posts"] = {"statuses": dict(statuses), "longest_s": round(longest, 3)}
+    cases.append(Case("open paths", f"30 slow POSTs to /metrics: {dict(statuses)}, the longest "
+                                    f"answered in {longest:.2f} s", 405,
+                      405 if set(statuses) == {405} else min(s or 0 for s in statuses),
+                      [] if longest < 5 else [f"one took {longest:.1f} s"]))
+    cases.append(Case("open paths", "an answer asked meanwhile", 200,
+                      answer.get("reply", (None, ""))[0], []))
+    status, reply, _ = raw(url, "GET", "/healthz", [])
+    cases.append(Case("open paths", f"/healthz to a stranger: {reply.strip()[:60]}", 200, status,
+                      [] if json.loads(reply or "{}") == {"status": "ok"} else
+                      ["more than ready or not"]))
+    import http.client
+    from urllib.parse import urlsplit
+
+    where = urlsplit(url)
+    conn = http.client.HTTPConnection(where.hostname, where.port, timeout=30)
+    conn.request("GET", "/")
+    page = conn.getresponse()
+    page.read()
+    policy = page.getheader("Content-Security-Policy") or ""
+    missing = [h for h, ok in (("frame-ancestors 'none'", "frame-ancestors 'none'" in policy),
+                               ("default-src 'self'", "default-src 'self'" in policy),
+                               ("no unsafe-inline", "unsafe-inline" not in policy),
+                               ("X-Frame-Options DENY", page.getheader("X-Frame-Options")
+                                == "DENY")) if not ok]
+    conn.close()
+    cases.append(Case("open paths", "the web page's CSP and frame policy", 200, page.status,
+                      missing))
+    status, reply = request(url + "/docs", None)
+    outside = [m for m in ("<script", "http://", "https://") if m in reply]
+    cases.append(Case("open paths", "/docs loads no outside script", 200, status, outside))
+    return cases, figures
+
+
+def probe_upload_holes(url: str, ctx) -> tuple[list[Case], dict]:
+    """Uploads that must change nothing shared, over HTTP, by alpha's uploader: a broken file
+    whose metadata re-names and re-calendars Brightquarry (alpha's own company), a good file
+    claiming Brightquarry's ticker under another name, another claiming Apple's, and HTML bytes
+    named .pdf; then Brightquarry's record, its routing and the document count, unchanged."""
+    tokens, corpus = ctx.tokens, ctx.corpus
+    reader, uploader = tokens["reader"], tokens["uploader"]
+    asked = {"question": "What was Brightquarry's total revenue in 2024?", "system": "hdrr",
+             "generate": False}
+
+    def state() -> dict:
+        docs = json.loads(request(url + "/v1/documents?limit=50", reader)[1])
+        record = next(d for d in docs["documents"] if d["doc_id"] == ALPHA[0])
+        routing = json.loads(request(url + "/v1/answer", reader, asked)[1])["routing"]
+        return {"count": docs["count"], "record": record, "routed": routing["doc_ids"]}
+
+    def upload(name: str, content: bytes, metadata: dict) -> tuple[int, str]:
+        return request(url + "/v1/documents", uploader, {
+            "filename": name, "content": base64.b64encode(content).decode(),
+            "collections": ["alpha"], "metadata": metadata})
+
+    before = state()
+    good = (corpus.out_dir / f"{UPLOAD}.pdf").read_bytes()
+    tries = [
+        ("a broken file whose metadata re-names and re-calendars Brightquarry", 409,
+         upload("JUNK_2024_10K.pdf", b"%PDF-1.4 broken" * 10,
+                {"company": "Brightquarry Evil Twin", "ticker": "BQRY",
+                 "fiscal_year_end": "03-31", "doc_type": "10-K", "fiscal_year": 2024})),
+        ("a good file claiming Brightquarry's ticker under another name", 409,
+         upload(f"{UPLOAD}.pdf", good, {"company": "Evil Holdings", "ticker": "BQRY",
+                                        "doc_type": "10-K", "fiscal_year": 2023})),
+        ("a good file claiming Apple's ticker under another name", 409,
+         upload(f"{UPLOAD}.pdf", good, {"company": "Evil Holdings", "ticker": "AAPL",
+                                        "doc_type": "10-K", "fiscal_year": 2023})),
+        ("HTML bytes named .pdf", 422,
+         upload("JULIET_2023_10K.pdf", b"<html><body>" + b"<p>Juliet Optics revenue.</p>" * 40
+                + b"</body></html>", {"company": "Juliet Optics", "doc_type": "10-K",
+                                      "fiscal_year": 2023}))]
+    cases = [Case("uploads", what, expected, status,
+                  [w for w in ("Apple", "0000320193") if w in reply])
+             for what, expected, (status, reply) in tries]
+    after = state()
+    changed = [k for k in before if before[k] != after[k]]
+    cases.append(Case("uploads", "after them: Brightquarry's record and routing, and the "
+                                 "document count, as before", None, None,
+                      [f"{k}: {before[k]} → {after[k]}" for k in changed]))
+    return cases, {}
+
+
+def served_holes(url: str, ctx) -> tuple[list[Case], dict]:
+    """Every probe of the served app's holes past who reads what (``run``'s ``holes``)."""
+    cases, figures = probe_upload_holes(url, ctx)
+    more, found = probe_request_holes(url, ctx)
+    return cases + more, figures | found
+
+
 def probe_web_page(url: str, token: str, secrets: list[str], browser) -> list[Case]:
     """The web page in a real browser with `alpha`'s reader token (``browser``: a Selenium
     driver, ``benchmarks/browser.py``): beta's companies asked about through two systems; the
@@ -267,15 +690,49 @@ def probe_batch(index: Path, profile: str, secrets: list[str], work: Path) -> li
     return cases
 
 
-def run(profile: str, progress=print) -> dict[str, Any]:
-    """The whole suite on ``profile``: the index, in-process probes, then the served app."""
+def ingress_rss() -> int:
+    """The resident memory of this machine's Serve Ingress replica(s), in bytes (0: none)."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if b"Ingress" not in (entry / "cmdline").read_bytes():
+                continue
+            status = (entry / "status").read_text()
+        except OSError:
+            continue
+        total += next((int(line.split()[1]) * 1024 for line in status.splitlines()
+                       if line.startswith("VmRSS:")), 0)
+    return total
+
+
+def _finrag(*args: str) -> None:
+    """The command line, as a user runs it (benchmarks never import the CLI's code)."""
+    done = subprocess.run([sys.executable, "-m", "finrag.serving.cli", *args],
+                          capture_output=True, text=True, timeout=1800,
+                          env=dict(os.environ, HF_HUB_OFFLINE="1"))
+    if done.returncode != 0:
+        raise RuntimeError(f"finrag {' '.join(args)} failed: {done.stderr.strip()[-500:]}")
+
+
+def run(profile: str, progress=print, holes=None) -> dict[str, Any]:
+    """The whole suite on ``profile``: the index and its V-A and V-B variants, in-process
+    probes, a filing leaving a collection and the index (in process and published), then the
+    served app: every surface, the same leaving over HTTP, identity headers and tokens, and
+    ``holes(url, context)`` (more probes of the served app, returning cases and figures)."""
+    import shutil
+
     from finrag.benchmarks.browser import NoBrowser, chrome
-    from finrag.models.profiles import load_config, load_profile_embedder
+    from finrag.models.profiles import load_config, load_llm, load_profile_embedder
+    from finrag.retrieval.ingest.variants import Contextualizer
     from finrag.retrieval.systems.pipelines import Pipeline
     from finrag.serving.config import AppConfig
     from finrag.serving.server import Service, free_port
     from finrag.serving.tokens import TokenStore
 
+    prof = load_config().active(profile)
+    figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="finrag-probes-") as work:
         work = Path(work)
         # the demo corpus through its command: benchmarks never import the CLI's code
@@ -283,10 +740,18 @@ def run(profile: str, progress=print) -> dict[str, Any]:
                         str(work / "corpus")], check=True, capture_output=True, timeout=600)
         corpus = SimpleNamespace(out_dir=work / "corpus",
                                  metadata_path=work / "corpus" / "documents.jsonl")
-        index = two_collections(work / "index", corpus,
-                                load_profile_embedder(load_config().active(profile)))
+        embedder = load_profile_embedder(prof)
+        index = two_collections(work / "index", corpus, embedder)
+        # V-B's contexts by the profile's generator, from short prompts and over larger
+        # chunks (minutes, not hours): who reads V-B is what is probed, not how it ranks
+        writer = Contextualizer(lambda: load_llm(prof, "generator"),
+                                model_id=prof.role("generator").model, batch_size=8,
+                                max_tokens=24, opening_chars=300, chunk_chars=600)
+        variants = build_variants(index, corpus, embedder, writer, chunk_size=5000,
+                                  chunk_overlap=0)
         secrets = secrets_of(index, BETA, ALPHA)
-        progress(f"index of two collections; {len(secrets)} strings of beta must not leak")
+        progress(f"index of two collections and its {', '.join(variants)} variants; "
+                 f"{len(secrets)} strings of beta must not leak")
         root = Pipeline.load(index, profile=profile)
         try:
             cases = probe_pipeline(root.scoped(["alpha"]), secrets)
@@ -294,16 +759,33 @@ def run(profile: str, progress=print) -> dict[str, Any]:
             root.close()
         cases += probe_batch(index, profile, secrets, work)
         progress(f"in process and batch: {len(cases)} cases")
+        leave = work / "leave"
+        for folder in (index, *variants.values()):
+            shutil.copytree(folder, leave / folder.name)
+        leaving, control = probe_leaving_in_process(
+            leave / index.name, {v: leave / f.name for v, f in variants.items()}, profile,
+            leave, _finrag)
+        cases += leaving
+        figures["control"] = control
+        progress(f"a filing leaving, in process and published: {len(leaving)} cases; before, "
+                 f"its reader read it through {', '.join(control) or 'nothing'}")
         store = TokenStore(work / "tokens.json")
         tokens = {"reader": store.create("desk-alpha", ["alpha"])[1],
+                  "beta": store.create("desk-beta", ["beta"])[1],
                   "uploader": store.create("up-alpha", ["alpha"], ingest=True)[1],
                   "revoked": store.create("gone", ["alpha"])[1],
-                  "expired": store.create("brief", ["alpha"], expires_in_s=0.001)[1]}
+                  "expired": store.create("brief", ["alpha"], expires_in_s=0.001)[1],
+                  "bearer": "probe-bearer-token-" + os.urandom(8).hex()}
         tokens["wrong"] = tokens["reader"][:-2] + ("AB" if tokens["reader"][-2:] != "AB"
                                                    else "CD")
         store.revoke("gone")
-        cfg = AppConfig(index=str(index), profile=profile,
-                        auth={"tokens_file": str(store.path)})
+        bearer_file = work / "bearer-token"
+        bearer_file.write_text(tokens["bearer"])
+        bearer_file.chmod(0o600)
+        os.environ["FINRAG_PROXY_SECRET"] = PROXY_SECRET  # the Ray it starts inherits it
+        cfg = AppConfig(index=str(index), profile=profile, auth={
+            "tokens_file": str(store.path), "bearer_token_file": str(bearer_file),
+            "bearer_token_env": None, "proxy": {"groups": PROXY_GROUPS}})
         with Service(cfg, port=free_port()) as url:
             cases += probe_http(url, tokens, secrets, corpus)
             try:
@@ -315,9 +797,22 @@ def run(profile: str, progress=print) -> dict[str, Any]:
                     cases += probe_web_page(url, tokens["reader"], secrets, browser)
                 finally:
                     browser.quit()
+            cases += probe_leaving_http(
+                url, tokens["bearer"], {"alpha": tokens["reader"], "beta": tokens["beta"]},
+                {"alpha": secrets_of(index, [LEAVER], [ALPHA[0]]),
+                 "beta": secrets_of(index, [LEAVER], BETA)}, holder="alpha", other="beta")
+            progress(f"served: {len(cases)} cases so far")
+            if holes is not None:
+                more, found = holes(url, SimpleNamespace(tokens=tokens, work=work, index=index,
+                                                         corpus=corpus, store=store))
+                cases += more
+                figures.update(found)
+            more, found = probe_identity_and_tokens(url, tokens, bearer_file, ingress_rss)
+            cases += more
+            figures["wrong_secret_flood"] = found
         progress(f"in all: {len(cases)} cases")
-    return {"profile": profile, "secrets": len(secrets), "cases": [asdict(c) | {"ok": c.ok}
-                                                                   for c in cases]}
+    return {"profile": profile, "secrets": len(secrets), "figures": figures,
+            "cases": [asdict(c) | {"ok": c.ok} for c in cases]}
 
 
 def plot(cases: list[dict], out: Path) -> str:
@@ -343,7 +838,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", default="cpu")
     p.add_argument("--name", default=None, help="results folder (access_probes_<profile>)")
     args = p.parse_args(argv)
-    result = run(args.profile)
+    result = run(args.profile, holes=served_holes)
     cases = result["cases"]
     out = R.results_dir(args.name or f"access_probes_{args.profile}")
     command = "python -m finrag.benchmarks.access_probes " + " ".join(argv or __import__(
@@ -366,6 +861,21 @@ def main(argv: list[str] | None = None) -> int:
         mine = [c for c in cases if c["surface"] == surface]
         lines.append(f"| {surface} | {len(mine)} | {sum(bool(c['leaks']) for c in mine)} | "
                      f"{sum(c['status'] != c['expected'] for c in mine)} |")
+    figures = result.get("figures") or {}
+    if figures.get("control") is not None:
+        lines += ["", f"Control: before {LEAVER} left `alpha`, alpha's reader read it through "
+                      f"{', '.join(figures['control']) or 'no system'} (so a leak of it would "
+                      f"have been seen)."]
+    flood = figures.get("wrong_secret_flood")
+    if flood:
+        lines += ["", f"300 wrong secrets for a known key id: {flood['statuses']} in "
+                      f"{flood['flood_s']} s; /healthz p99 {flood['healthz_p99_ms_before']} ms "
+                      f"before, {flood['healthz_p99_ms_during']} ms during (30 samples each); "
+                      f"Ingress RSS {flood['ingress_rss_mb_before']} MB before, "
+                      f"{flood['ingress_rss_mb_after']} MB after."]
+    for key, value in figures.items():
+        if key not in ("control", "wrong_secret_flood"):
+            lines += ["", f"{key}: {json.dumps(value)}"]
     lines += ["", "Every case (expected and got: HTTP status; in process: none):", "",
               "| surface | case | expected | got | leaks |", "|---|---|---|---|---|"]
     for c in cases:

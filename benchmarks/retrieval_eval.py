@@ -137,7 +137,8 @@ def facts_answered(rows: list[dict], systems: list[str]) -> dict[str, dict[str, 
 def main(argv: list[str] | None = None) -> int:
     from finrag.retrieval.systems.evaluation import evaluate_retrieval, load_questions
     from finrag.retrieval.systems.pipelines import Pipeline
-    from finrag.retrieval.systems.recipes import SYSTEMS, variant_dir
+    from finrag.retrieval.store.variant_indexes import variant_dir
+    from finrag.retrieval.systems.recipes import SYSTEMS
 
     p = argparse.ArgumentParser(prog="python -m finrag.benchmarks.retrieval_eval", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -14,6 +14,7 @@ are written, so a killed llmctx build resumes without writing them again.
 from __future__ import annotations
 
 import hashlib
+import logging
 import sqlite3
 import sys
 import time
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from finrag.retrieval.ingest.chunking import chunk_pages
-from finrag.retrieval.routing.companies import CompanyTable
+from finrag.retrieval.routing.companies import CompanyTable, normalize_name
 from finrag.retrieval.documents import (Chunk, DocumentError, DocumentMeta, ParsedDocument,
                                         check_collections)
 from finrag.retrieval.facts.companyfacts import is_companyfacts_file
@@ -37,11 +38,14 @@ from finrag.retrieval.ingest.limits import DEFAULT_LIMITS, IngestLimits
 from finrag.retrieval.ingest.metadata import load_sidecar, resolve_metadata
 from finrag.retrieval.ingest.pdf import parse_pdf
 from finrag.retrieval.ingest.html import parse_sec_html
-from finrag.retrieval.ingest.kinds import SUFFIXES, file_kind
+from finrag.retrieval.ingest.kinds import SUFFIXES, file_kind, misnamed
 from finrag.retrieval.ingest.variants import ContextStore, Contextualizer, check_variant, indexed_chunks
 
 if TYPE_CHECKING:
     import numpy as np
+
+log = logging.getLogger("finrag.ingest")
+DEFAULT_PARSE_MEMORY = 4 * 2**30  # address space of a parse in a child process (prepare_apart)
 
 
 def failure_line(path: Path, e: Exception) -> str:
@@ -159,6 +163,10 @@ def parse_file(path: Path, *, tables: bool = True, accept_repaired: bool = False
         raise DocumentError(f"{path}: unsupported file type {path.suffix or '(none)'} "
                             f"(PDF or HTML)")
     limits.check_file(path, path.stat().st_size)
+    with path.open("rb") as f:
+        if wrong := misnamed(path.name, f.read(1024)):
+            log.warning("%s: named as %s (%s) but its bytes are %s: read as %s", path,
+                        wrong[0], path.suffix, wrong[1], wrong[1])
     if kind == "html":
         parsed = parse_sec_html(path)
     else:
@@ -178,6 +186,11 @@ def _check_identity(path: Path, meta: DocumentMeta, parsed: ParsedDocument,
     if (cik := str(hints.get("cik") or "").strip()).isdigit():
         by_cik = next((c for c in companies.all() if c.cik == cik.zfill(10)), None)
         claims.append((by_cik, f"dei:EntityCentralIndexKey {cik}"))
+        if own and own.cik and own.cik != cik.zfill(10):
+            raise DocumentError(
+                f"{path}: the filing's CIK {cik} (dei:EntityCentralIndexKey) is not the one "
+                f"the company table records for {meta.company}; refused: a filing cannot "
+                f"give a company another CIK")
     if ticker := hints.get("ticker"):
         claims.append((companies.by_ticker(ticker), f"dei:TradingSymbol {ticker}"))
     if name := hints.get("company"):
@@ -249,6 +262,69 @@ def prepare_document(job: DocumentJob, options: ParseOptions) -> PreparedDocumen
     return PreparedDocument(job, meta, parsed, chunks, time.perf_counter() - t0)
 
 
+def prepare_apart(job: DocumentJob, options: ParseOptions, *, max_seconds: float,
+                  max_memory: int | None = DEFAULT_PARSE_MEMORY) -> PreparedDocument:
+    """``prepare_document`` in a child process of its own, for a file nobody vouches for (an
+    upload): a file that hangs the parser past ``max_seconds``, needs more than ``max_memory``
+    bytes of address space (where the OS can limit it) or kills the parser is refused with a
+    DocumentError, and the calling process is unharmed. The child is forked from a server
+    process that has the parsers imported (spawned where the OS cannot fork a server)."""
+    import multiprocessing
+
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__])  # not __main__: the caller's script
+    else:
+        context = multiprocessing.get_context("spawn")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_prepare_child, args=(job, options, max_memory, send),
+                            name="finrag-parse", daemon=True)
+    child.start()
+    send.close()
+    try:
+        if not receive.poll(max_seconds):
+            raise DocumentError(f"{job.path}: reading the file took over {max_seconds:g} s; "
+                                f"refused")
+        try:
+            outcome = receive.recv()
+        except EOFError:
+            child.join(5)
+            raise DocumentError(f"{job.path}: the parser stopped on this file (exit code "
+                                f"{child.exitcode}); refused") from None
+    finally:
+        if child.is_alive():
+            child.kill()
+        child.join(5)
+        receive.close()
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
+
+
+def _prepare_child(job: DocumentJob, options: ParseOptions, max_memory: int | None,
+                   send) -> None:
+    """The child of ``prepare_apart``: its address space bounded, then the file prepared; the
+    prepared document, or a DocumentError, goes back through ``send``."""
+    if max_memory:
+        try:
+            import resource
+
+            _, hard = resource.getrlimit(resource.RLIMIT_AS)
+            limit = max_memory if hard == resource.RLIM_INFINITY else min(max_memory, hard)
+            resource.setrlimit(resource.RLIMIT_AS, (limit, hard))
+        except (ImportError, ValueError, OSError):
+            pass  # an OS without the limit: the time limit still holds
+    try:
+        outcome = prepare_document(job, options)
+    except MemoryError:
+        outcome = DocumentError(f"{job.path}: reading the file needs more than "
+                                f"{max_memory / 2**20:.0f} MiB of memory; refused")
+    except Exception as e:  # sent as one line: any exception type may not unpickle there
+        outcome = DocumentError(failure_line(job.path, e))
+    send.send(outcome)
+    send.close()
+
+
 class Ingestor:
     """Holds the embedder and index for a run; ``run(paths)`` does the work.
 
@@ -272,7 +348,11 @@ class Ingestor:
         accept_repaired: bool = False,
         limits: IngestLimits = DEFAULT_LIMITS,
         collections: list[str] | None = None,
+        prepare: Callable[[DocumentJob, ParseOptions], PreparedDocument] | None = None,
     ):
+        """``prepare``: how a file is parsed and chunked (default ``prepare_document``; e.g.
+        ``prepare_apart`` in a child process, with its limits); the rest of the ingest is the
+        same either way."""
         check_variant(variant)
         if variant == "llmctx" and contextualizer is None:
             raise ValueError("the llmctx variant needs a contextualizer (an LLM to write the "
@@ -291,6 +371,7 @@ class Ingestor:
         self.replace = replace  # a changed file of an indexed doc id replaces it
         self.accept_repaired = accept_repaired
         self.limits = limits
+        self.prepare = prepare
         # for documents whose sidecar entry names none (checked before anything is read)
         self.collections = check_collections(collections) if collections else []
         self.index = Index.create_or_open(
@@ -386,6 +467,7 @@ class Ingestor:
         if replacing is None:
             report.skipped.append(str(path))
             return
+        self._check_facts_company(doc)
         t2 = time.perf_counter()
         if replacing:  # the old file's facts go with it (the new file's are stored below)
             self.facts.remove_sources(fact_sources(meta.doc_id))
@@ -406,6 +488,21 @@ class Ingestor:
         report.parse_seconds += doc.parse_seconds
         report.embed_seconds += embedded.embed_seconds
         report.write_seconds += t3 - t2
+
+    def _check_facts_company(self, doc: PreparedDocument) -> None:
+        """A filing whose CIK the facts store records for a company of another name is refused
+        before anything is written (its facts would be filed under that company)."""
+        cik = str(doc.parsed.hints.get("cik") or "").strip()
+        recorded = self.facts.recorded_company(cik) if cik.isdigit() else None
+        if recorded is None or normalize_name(doc.meta.company) == normalize_name(recorded.name):
+            return
+        own = (self.companies.by_name(doc.meta.company)
+               or (doc.meta.ticker and self.companies.by_ticker(doc.meta.ticker)) or None)
+        if own is None or own.key != recorded.key:
+            raise DocumentError(
+                f"{doc.job.path}: the filing's CIK {cik} (dei:EntityCentralIndexKey) holds "
+                f"facts of another company than {doc.meta.company}; refused: a filing cannot "
+                f"stand for another company")
 
     def _statement_facts(self, doc_id: str, report: IngestReport) -> None:
         """Facts from the primary statements' tables of a PDF just indexed (no embedding; a
@@ -493,8 +590,8 @@ class Ingestor:
                     if job is None:
                         bar.update(1)
                     else:
-                        following = (path, parser.submit(prepare_document, job,
-                                                          self.parse_options))
+                        following = (path, parser.submit(self.prepare or prepare_document,
+                                                          job, self.parse_options))
                 if current is not None:
                     done, prepared = current
                     bar.set_postfix_str(done.name[:40])

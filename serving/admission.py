@@ -30,7 +30,7 @@ from starlette.requests import ClientDisconnect
 
 from finrag.retrieval.systems.run import QuestionError, check_question
 from finrag.serving.audit import AuditLog
-from finrag.serving.config import AppConfig, is_loopback
+from finrag.serving.config import AppConfig, NoTokenFile, is_loopback
 from finrag.serving.metrics import Metrics
 from finrag.serving.remote import Budget, CallCancelled, DeadlineExceeded
 from finrag.serving.tokens import Grant, TokenError, TokenStore, check_file_mode
@@ -87,7 +87,7 @@ def public(answer):
 
 def check_auth(cfg: AppConfig, host: str | None) -> None:
     """Refuse a service others can reach without a bearer token (``auth.required``; by
-    default whenever ``host`` is not loopback)."""
+    default whenever ``host`` is not loopback; always with ``auth.behind_proxy``)."""
     required = cfg.auth.required if cfg.auth.required is not None else not is_loopback(host)
     if cfg.auth.proxy is not None:
         cfg.auth.proxy.secret()  # refuses to start without it
@@ -98,6 +98,13 @@ def check_auth(cfg: AppConfig, host: str | None) -> None:
         except TokenError as e:
             raise ValueError(f"refusing to start: {e}") from None
         return
+    if cfg.auth.behind_proxy and cfg.auth.proxy is None and cfg.auth.token() is None:
+        raise ValueError(
+            f"refusing to start: auth.behind_proxy says a reverse proxy forwards to this service, "
+            f"and no bearer token, token file or identity proxy is set, so everyone the proxy "
+            f"lets in would read every collection. Put a token (12+ characters) in "
+            f"${cfg.auth.bearer_token_env or 'FINRAG_API_TOKEN'} or in a file named by "
+            f"$FINRAG_API_TOKEN_FILE, or set auth.tokens_file (`finrag token create`)")
     if required and cfg.auth.token() is None:
         where = (f"listening on {host}, " if host and not is_loopback(host) else "")
         raise ValueError(
@@ -109,6 +116,62 @@ def check_auth(cfg: AppConfig, host: str | None) -> None:
 
 # a user or group name an identity proxy may send (its users are e-mail addresses or DNs too)
 _PROXY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@=+-]{0,127}$")
+# a group as a directory names it: a DN, spaces, punctuation; no control characters
+_PROXY_GROUP = re.compile(r"^[\x20-\x7e]{1,256}$")
+_PROXY_MAX_GROUPS = 1024
+# headers a reverse proxy adds (de facto and RFC 7239); where they are, a proxy is in front
+_FORWARDING_HEADERS = ("forwarded", "x-forwarded-for", "x-forwarded-host", "x-forwarded-proto",
+                       "x-real-ip", "via")
+_NO_TOKEN_BEHIND_PROXY = (
+    "this service has no token configured and must not be served through a proxy without one "
+    "(its operator sets $FINRAG_API_TOKEN, $FINRAG_API_TOKEN_FILE, auth.tokens_file or auth.proxy)")
+
+
+def split_groups(value: str, sep: str) -> list[str] | None:
+    """The group names of an identity proxy's groups header as the proxy sends them: split on
+    ``sep`` and stripped of spaces, except that a name in double quotes is taken whole,
+    separators included (``\\"`` and ``\\\\`` in it stand for ``"`` and ``\\``). None when the
+    header is malformed: an unclosed quote, text after a closing quote, a quote in a bare name."""
+    names: list[str] = []
+    i, n = 0, len(value)
+    while True:
+        while i < n and value[i] in " \t":
+            i += 1
+        if i < n and value[i] == '"':
+            chars, i = [], i + 1
+            while i < n and value[i] != '"':
+                if value[i] == "\\" and i + 1 < n:
+                    i += 1
+                chars.append(value[i])
+                i += 1
+            if i >= n:
+                return None
+            name, i = "".join(chars), i + 1
+            while i < n and value[i] in " \t":
+                i += 1
+            if i < n and not value.startswith(sep, i):
+                return None
+        else:
+            end = value.find(sep, i)
+            end = n if end < 0 else end
+            name, i = value[i:end].strip(" \t"), end
+            if '"' in name:
+                return None
+        if name:
+            names.append(name)
+        if i >= n:
+            return names
+        i += len(sep)
+
+
+def _through_proxy(request: Request) -> bool:
+    """Whether a request came through a reverse proxy, as far as it shows: forwarding headers,
+    or a client address beyond loopback."""
+    client = request.client
+    return any(h in request.headers for h in _FORWARDING_HEADERS) or (
+        client is not None and not is_loopback(client.host))
+
+
 # the single bearer token of `auth.bearer_token*`: every collection, as before scoped tokens
 ALL_COLLECTIONS = Grant("api-token", None, ingest=True, admin=True)
 
@@ -128,6 +191,8 @@ class Gate:
         self._token, self._token_read = cfg.auth.token(), time.monotonic()
         path = cfg.auth.tokens_path()
         self.tokens = TokenStore(path) if path is not None else None
+        # decided once: a token file emptied or deleted later refuses its token, never opens
+        self._open = self._token is None and self.tokens is None and cfg.auth.proxy is None
         audit = cfg.auth.audit_path()
         self.audit = AuditLog(audit) if audit is not None else None
 
@@ -140,12 +205,17 @@ class Gate:
 
     # who may ask ----------------------------------------------------------------------
     def _bearer(self) -> str | None:
-        # re-read now and then: a mounted secret is rotated in place
-        if time.monotonic() - self._token_read > 30:
+        # re-read now and then: a mounted secret is rotated in place, or emptied or deleted
+        # to revoke it
+        if time.monotonic() - self._token_read > self.cfg.auth.bearer_token_reread_s:
             try:
-                self._token = self.cfg.auth.token() or self._token
-            except ValueError:
-                pass  # a half-written secret: keep the last good token
+                self._token = self.cfg.auth.token()
+            except NoTokenFile as exc:
+                if self._token is not None:
+                    log.warning("the bearer token is refused from now on: %s", exc)
+                self._token = None
+            except ValueError as exc:  # a half-written secret: keep the last good token
+                log.warning("bearer token file not used (the last good token stays): %s", exc)
             self._token_read = time.monotonic()
         return self._token
 
@@ -153,13 +223,17 @@ class Gate:
         """The caller's grant: what it may read. None when no token is configured (a service
         on loopback only): then everything, as before tokens. The single bearer token reads
         every collection; a scoped token (`finrag token`) the collections it names. An
-        unknown, wrong, revoked or expired token gets the same 401."""
+        unknown, wrong, revoked or expired token gets the same 401. Without any token, a
+        request that came through a reverse proxy gets 401 too (unless ``auth.required`` is
+        false): loopback-only is what made the open service safe."""
         proxy = self.cfg.auth.proxy
         if proxy is not None and proxy.user_header.lower() in request.headers:
             return self._proxy_grant(request, proxy)
-        token = self._bearer()
-        if token is None and self.tokens is None and proxy is None:
+        if self._open:
+            if self.cfg.auth.required is not False and _through_proxy(request):
+                self._refuse(request, _NO_TOKEN_BEHIND_PROXY)
             return None
+        token = self._bearer()
         given = request.headers.get("authorization", "")
         scheme, _, value = given.partition(" ")
         value = value.strip()
@@ -178,39 +252,65 @@ class Gate:
                     return grant
         self._refuse(request)
 
-    def _refuse(self, request: Request):
+    def _refuse(self, request: Request, message: str | None = None):
         if self.audit is not None:
             self.audit.record(token="-", collections=[], path=request.url.path, status=401)
-        raise ApiError(401, "unauthorized", "a valid bearer token is required "
-                                            "(Authorization: Bearer <token>)",
+        raise ApiError(401, "unauthorized", message or "a valid bearer token is required "
+                                                       "(Authorization: Bearer <token>)",
                        {"WWW-Authenticate": "Bearer"})
 
     def _proxy_grant(self, request: Request, proxy) -> Grant:
         """The grant of the user an identity proxy names: its groups' collections (none of its
-        groups mapped: it reads nothing)."""
-        secret = request.headers.get(proxy.secret_header.lower(), "")
-        user = request.headers.get(proxy.user_header.lower(), "").strip()
-        groups = [g.strip() for g in request.headers.get(proxy.groups_header.lower(), "").split(",")
-                  if g.strip()]
+        groups mapped: it reads nothing). A repeated identity header is refused: a proxy that
+        appends its own after a client's leaves both, and which one is the proxy's cannot be
+        told."""
+        headers = request.headers
+        if any(len(headers.getlist(name)) > 1
+               for name in (proxy.user_header, proxy.groups_header, proxy.secret_header)):
+            self._refuse(request)
+        secret = headers.get(proxy.secret_header.lower(), "")
+        user = headers.get(proxy.user_header.lower(), "").strip()
+        groups = split_groups(headers.get(proxy.groups_header.lower(), ""),
+                              proxy.groups_separator)
         if not hmac.compare_digest(secret.encode("utf-8", "surrogateescape"),
                                    proxy.secret().encode()) \
-                or not _PROXY_NAME.match(user) or not all(_PROXY_NAME.match(g) for g in groups):
+                or not _PROXY_NAME.match(user) or groups is None \
+                or len(groups) > _PROXY_MAX_GROUPS or not all(map(_PROXY_GROUP.match, groups)):
             self._refuse(request)
         collections: set[str] = set()
         for group in groups:
             collections.update(proxy.groups.get(group, []))
         return Grant(f"proxy:{user}", None if "*" in collections else frozenset(collections))
 
-    async def check_request(self, request: Request) -> None:
-        """The checks every request passes before a handler runs, cheapest first: the bearer
-        token of /v1/* (before the body, so a stranger cannot hold a slot with a slow body),
-        then the body's declared size, then the body itself within ``limits.body_timeout_s``.
-        Raises the ApiError that refuses it."""
+    async def check_request(self, request: Request,
+                            before_body: Callable[[Grant | None], None] | None = None
+                            ) -> Grant | None:
+        """The checks every request passes before a handler runs, cheapest first, all but the
+        last on its headers alone (so a caller cannot hold a slot with a slow body): the bearer
+        token of /v1/*, the right a write needs (ingest to upload or remove a filing, admin to
+        change its collections: 403, unread), ``before_body(grant)`` (the caller's own checks,
+        e.g. the route), the body's declared size, then the body itself within
+        ``limits.body_timeout_s`` (an upload: ``upload_timeout_s``). Returns the caller's grant
+        (None outside /v1 or with no auth configured); raises the ApiError that refuses it."""
         limits = self.cfg.limits
-        if request.url.path.startswith("/v1/"):
-            self.authorize(request)
-        if request.method not in ("POST", "PUT", "PATCH"):
-            return
+        path, method = request.url.path, request.method
+        grant = self.authorize(request) if path.startswith("/v1/") else None
+        parts = path.split("/")  # "", "v1", "documents", doc id, "collections"
+        right = None
+        if parts[1:3] == ["v1", "documents"] and all(parts[3:]):
+            right = {("POST", 3): "ingest", ("DELETE", 4): "ingest"}.get((method, len(parts)))
+            if method == "PUT" and len(parts) == 5 and parts[4] == "collections":
+                right = "admin"
+        if right is not None and (grant is None or not getattr(grant, right)):
+            action = {"POST": "ingest", "DELETE": "remove", "PUT": "collections"}[method]
+            self.record(grant, action, 403, **({"doc": parts[3]} if len(parts) > 3 else {}))
+            flag = "--ingest" if right == "ingest" else "--admin"
+            raise ApiError(403, "forbidden", f"this needs a token with the {right} right "
+                                             f"(`finrag token create NAME --collection C {flag}`)")
+        if before_body is not None:
+            before_body(grant)
+        if method not in ("POST", "PUT", "PATCH"):
+            return grant
         length = request.headers.get("content-length")
         if length is None:
             raise ApiError(411, "bad_request", "a Content-Length header is required")
@@ -232,6 +332,7 @@ class Gate:
             raise ApiError(400, "bad_request", "the client closed the request early") from None
         if len(body) != int(length):
             raise ApiError(400, "bad_request", "the body is not as long as its Content-Length")
+        return grant
 
     def check_question(self, question: str) -> None:
         limit = self.cfg.limits.max_question_chars

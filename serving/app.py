@@ -8,9 +8,15 @@
     POST /v1/chat/completions, GET /v1/models
                         the OpenAI chat-completions surface (``serving.openai_api``)
     GET  /              the web page: ask, read the answer, open the cited page
-    GET  /healthz       ready when every deployment answers
+    GET  /healthz       ready when every deployment answers (its probe reused a few seconds);
+                        to a caller with a valid token also what is served and why not ready
     GET  /metrics       Prometheus text
-    GET  /docs, /openapi.json
+    GET  /docs          the endpoints as plain HTML (no script); /openapi.json the schema
+
+Every reply carries a Content-Security-Policy (this origin only, the web page's inline script
+and style by their hashes), ``frame-ancestors 'none'``, X-Frame-Options, nosniff and
+no-referrer. A request a route does not take, or one a write right refuses, is refused before
+its body is read.
 
 The Ingress runs the same ``Pipeline`` as the CLI, in a worker thread per request, with its
 components replaced by deployment handles (``serving.remote``). It admits at most
@@ -23,19 +29,27 @@ mapping of failures to replies are ``serving.admission``'s.
 
 import asyncio
 import base64
+import contextlib
+import hashlib
+import html
 import json
 import logging
+import re
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import FastAPI, Query, Request
+from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from fastapi.responses import (FileResponse, HTMLResponse, JSONResponse, Response,
+                               StreamingResponse)
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
+from starlette.routing import Match
 
 from finrag.models.devices import placement_gpus
 from finrag.models.energy import UnavailableMeter, meter_for
@@ -46,7 +60,8 @@ from finrag.serving.admission import ApiError, Gate, check_auth, first_line, inc
 from finrag.serving.tokens import Grant
 from finrag.serving.writes import CollectionChange, DocumentUpload, IndexWriter
 from finrag.serving.config import AppConfig
-from finrag.serving.deployments import Embedder, Generator, Reranker, Retriever, Router, _profile
+from finrag.serving.deployments import (Embedder, Generator, Reranker, Retriever, Router, _profile,
+                                       variant_dirs)
 from finrag.serving.metrics import Metrics
 from finrag.serving.remote import (DeadlineExceeded, RemoteEmbedder, RemoteFacts, RemoteIndex,
                             RemoteLLM, RemoteReranker, RemoteRouter, wait)
@@ -56,7 +71,9 @@ log = logging.getLogger("finrag.serve")
 api = FastAPI(title="finrag", version="1",
               description="Answers questions over SEC filings with document-routed retrieval. "
                           "Every answer carries its citations, routing, tokens, LLM calls, "
-                          "per-stage latency and energy (with its source).")
+                          "per-stage latency and energy (with its source).",
+              # FastAPI's Swagger UI and ReDoc load their scripts from a CDN: /docs is ours
+              docs_url=None, redoc_url=None)
 
 
 class AnswerRequest(BaseModel):
@@ -120,6 +137,84 @@ def _endpoint(path: str) -> str:
             if path.endswith("/collections") else _DOCUMENT)
 
 
+def _hashes(page: str, tag: str) -> str:
+    """The CSP sources of a page's inline ``tag`` blocks: the sha256 of each one's text."""
+    found = re.findall(rf"<{tag}>(.*?)</{tag}>", page, re.DOTALL)
+    return " ".join("'sha256-" + base64.b64encode(hashlib.sha256(text.encode()).digest())
+                    .decode() + "'" for text in found) or "'none'"
+
+
+def _policy(page: Path) -> str:
+    """The Content-Security-Policy of every reply: scripts and styles only the web page's
+    own (by hash), pictures of pages as data: URLs, calls to this origin, no framing."""
+    text = page.read_text(encoding="utf-8")
+    return (f"default-src 'self'; script-src {_hashes(text, 'script')}; "
+            f"style-src {_hashes(text, 'style')}; img-src 'self' data:; connect-src 'self'; "
+            f"object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'")
+
+
+SECURITY_HEADERS = {"Content-Security-Policy": _policy(WEB_PAGE), "X-Frame-Options": "DENY",
+                    "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer"}
+_ANSWER_PATHS = ("/v1/answer", "/v1/chat/completions")
+
+
+class _AnswerAudit:
+    """The one audit line of an answer request (/v1/answer, /v1/chat/completions), streamed
+    or not, whatever its end: the first ``end`` writes it, later ones do nothing. A stream cut
+    short is status 499 with ``ended: client_closed``."""
+
+    def __init__(self, gate: Gate, grant: Grant | None, path: str):
+        self.gate, self.grant, self.path = gate, grant, path
+        self.what: dict[str, Any] = {}
+        self.streamed = False  # its stream writes the line when it ends, not the middleware
+        self.written = False
+
+    def end(self, status: int, **what) -> None:
+        if not self.written:
+            self.written = True
+            self.gate.record(self.grant, self.path, status, **{**self.what, **what})
+
+
+class _WriteSlot:
+    """One of ``limits.max_writes``: taken before a write's body is read, given back when the
+    request ends without a write, or when its write ends (past the deadline too)."""
+
+    def __init__(self, ingress):
+        self.ingress, self.held, self.handed = ingress, True, False
+        ingress.writes += 1
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self.ingress.writes -= 1
+
+
+def _route_refusal(request: Request) -> ApiError | None:
+    """404 for a path no route takes, 405 for a method its route does not take; None when a
+    route takes the request."""
+    matches = {route.matches(request.scope)[0] for route in request.app.router.routes}
+    if Match.FULL in matches:
+        return None
+    if Match.PARTIAL in matches:
+        allowed = ", ".join(sorted(_methods(request.app.router.routes, request.url.path)))
+        return ApiError(405, "bad_request", f"{request.method} is not allowed here"
+                        + (f"; allowed: {allowed}" if allowed else ""),
+                        {"Allow": allowed} if allowed else None)
+    return ApiError(404, "not_found", "no such endpoint; GET /docs lists them")
+
+
+def _methods(routes, path: str) -> set[str]:
+    """The methods the routes of ``path`` take (Serve's routes sit in an included router)."""
+    found: set[str] = set()
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            found |= _methods(inner.routes, path)
+        elif getattr(route, "path_regex", None) is not None and route.path_regex.match(path):
+            found |= set(getattr(route, "methods", None) or ())
+    return found
+
+
 @api.middleware("http")
 async def _limits_and_counts(request: Request, call_next):
     ingress = _ingress(request)
@@ -127,23 +222,108 @@ async def _limits_and_counts(request: Request, call_next):
     try:
         refused = await _admit_request(ingress, request)
         response = refused or await call_next(request)
+    except asyncio.CancelledError:  # the client went away before a reply
+        audit = getattr(request.state, "answer_audit", None)
+        if audit is not None:
+            audit.end(499, ended="client_closed")
+        raise
     except Exception as exc:  # a fault of ours: in the log with an id, never in the reply
         response = _error(request, 500, "internal", incident(exc))
+    finally:
+        slot = getattr(request.state, "write_slot", None)
+        if slot is not None and not slot.handed:
+            slot.release()
+    audit = getattr(request.state, "answer_audit", None)
+    if audit is not None and not audit.streamed:
+        audit.end(response.status_code)
+    response.headers.update(SECURITY_HEADERS)
     if ingress is not None:
         ingress.metrics.requests.labels(endpoint, str(response.status_code)).inc()
     return response
 
 
 async def _admit_request(ingress, request: Request) -> JSONResponse | None:
-    """The Gate's checks before any handler runs (``serving.admission.Gate.check_request``):
-    the refusal, or None to go on."""
+    """The Gate's checks before any handler runs (``serving.admission.Gate.check_request``),
+    with ours on the headers alone, before the body is read: the route, a free write slot;
+    an answer request's audit line is due from then on. The refusal, or None to go on."""
     if ingress is None:
         return None
+
+    def before_body(grant: Grant | None) -> None:
+        refusal = _route_refusal(request)
+        if refusal is not None:
+            raise refusal
+        path = request.url.path
+        if request.method != "GET" and path.startswith("/v1/documents"):
+            request.state.write_slot = ingress.write_slot()
+        if request.method == "POST" and path in _ANSWER_PATHS:
+            request.state.answer_audit = _AnswerAudit(ingress.gate, grant, path)
+
     try:
-        await ingress.gate.check_request(request)
+        await ingress.gate.check_request(request, before_body)
     except ApiError as e:
         return _error(request, e.status, e.kind, e.message, e.headers)
     return None
+
+
+_LLM_FAILED = " | router LLM failed: "
+
+
+def _logged(text: str) -> str:
+    """Log an error's text with a short id; the client gets only the id."""
+    number = uuid.uuid4().hex[:12]
+    log.error("incident %s: %s", number, text)
+    return f"incident {number}; the service log has the details"
+
+
+def _private_errors(answer) -> None:
+    """Take the text of errors of deployment calls out of an answer (a Ray error names
+    processes, nodes and addresses): the router LLM's in ``routing.detail``, the query
+    expansion's in ``retrieved["expansion"]``. Each goes to the log with an id."""
+    routing = answer.routing
+    if routing is not None and _LLM_FAILED in (routing.detail or ""):
+        head, _, error = routing.detail.partition(_LLM_FAILED)
+        routing.detail = f"{head} | router LLM failed ({_logged(error)})"
+    for step in answer.retrieved.get("expansion") or []:
+        if isinstance(step, dict) and step.get("error"):
+            step["error"] = f"the expansion call failed ({_logged(step['error'])})"
+
+
+def _read(answer) -> dict[str, Any]:
+    """What an answer's audit line names: the filings routed to and cited."""
+    return {"routed": list(answer.routing.doc_ids if answer.routing else []),
+            "cited": [c.doc_id for c in answer.citations]}
+
+
+class _EndingStream(StreamingResponse):
+    """A streamed answer whose end, whatever it is (sent in full, cut short, never begun),
+    runs ``on_end``: Starlette never closes a stream's iterator itself."""
+
+    def __init__(self, content, on_end, **kwargs):
+        super().__init__(content, **kwargs)
+        self.on_end = on_end
+
+    async def __call__(self, scope, receive, send):
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.on_end()
+
+
+def _docs_page(spec: dict) -> str:
+    """/docs: the endpoints of the OpenAPI schema as plain HTML, no script."""
+    rows = []
+    for path, methods in sorted(spec.get("paths", {}).items()):
+        for method, op in methods.items():
+            rows.append(f"<tr><td>{html.escape(method.upper())}</td><td><code>"
+                        f"{html.escape(path)}</code></td><td>"
+                        f"{html.escape(op.get('summary') or '')}</td></tr>")
+    title = html.escape(spec.get("info", {}).get("title", "API"))
+    return (f"<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>{title} "
+            f"API</title></head><body><h1>{title} API</h1><p>The schema: "
+            f"<a href=\"/openapi.json\">/openapi.json</a>. Calls under /v1 need "
+            f"<code>Authorization: Bearer &lt;token&gt;</code>.</p><table><tr><th>method</th>"
+            f"<th>path</th><th>what</th></tr>{''.join(rows)}</table></body></html>")
 
 
 async def _awaited(response):
@@ -186,6 +366,9 @@ class Ingress:
         self._starting = threading.Lock()  # held an instant, never across the build
         self._build_problem: str | None = None
         self._writer: IndexWriter | None = None
+        self.writes = 0  # write slots taken (``_WriteSlot``)
+        self._health_kept: tuple[float, str | None, int] | None = None  # when, problem, docs
+        self._health_probe: asyncio.Future | None = None
         api.state.ingress = self
 
     # the Pipeline over remote components, built on first use (handles block: not in __init__)
@@ -224,16 +407,14 @@ class Ingress:
         except Exception as exc:
             self._build_problem = f"connecting to the deployments failed: {incident(exc)}"
 
-    def _admit(self, req: AnswerRequest, grant: Grant | None, on_text=None, *,
-               path: str = "/v1/answer") -> asyncio.Future:
+    def _admit(self, req: AnswerRequest, grant: Grant | None, on_text=None) -> asyncio.Future:
         """Start one answer through the Gate (503 when the limit is reached), on the view of
-        the pipeline the caller's grant may read; the audit log gets its filings."""
+        the pipeline the caller's grant may read. Its audit line is the request's
+        (``_AnswerAudit``), written when the request ends."""
         def work():
             answer = public(self._view(grant).answer(req.question, req.system,
                                                      generate=req.generate, on_text=on_text))
-            self.gate.record(grant, path, 200, system=req.system,
-                             routed=list(answer.routing.doc_ids if answer.routing else []),
-                             cited=[c.doc_id for c in answer.citations])
+            _private_errors(answer)
             return answer
 
         return self.gate.admit(work)
@@ -245,21 +426,43 @@ class Ingress:
               response_description="The Answer record (or an event stream when stream=true)")
     async def answer(self, req: AnswerRequest, request: Request):
         grant = self.gate.authorize(request)
+        audit = self._audit(request, grant)
+        audit.what["system"] = req.system
         self.gate.check_question(req.question)
         if req.stream:
-            return self._stream(req, grant)
+            return self._stream(req, grant, audit)
         answer = await self.gate.result(self._admit(req, grant))
+        audit.end(200, **_read(answer))
         return JSONResponse(answer.to_dict())
 
-    async def _pieces(self, req: AnswerRequest, grant: Grant | None,
-                      path: str = "/v1/answer"):
-        """An admitted answer as it is written: ("text", piece)…, then ("answer", Answer) or
-        ("error", ApiError), the latter also when the deadline passes."""
+    def _audit(self, request: Request, grant: Grant | None) -> _AnswerAudit:
+        """The request's audit line, due since the middleware let it through."""
+        audit = getattr(request.state, "answer_audit", None)
+        if audit is None:
+            audit = request.state.answer_audit = _AnswerAudit(self.gate, grant, request.url.path)
+        return audit
+
+    def _started(self, req: AnswerRequest, grant: Grant | None, audit: _AnswerAudit):
+        """A streamed answer admitted before its reply begins (so 503 is a status, not an
+        event), and what runs at the stream's end whatever it is: (future, pieces, on_end)."""
         loop = asyncio.get_running_loop()
         pieces: asyncio.Queue = asyncio.Queue()
         future = self._admit(req, grant, on_text=lambda t: loop.call_soon_threadsafe(
-            pieces.put_nowait, t), path=path)
+            pieces.put_nowait, t))
         future.add_done_callback(lambda _: pieces.put_nowait(None))
+        audit.streamed = True
+
+        def on_end():  # the deadline passed or the client closed the stream
+            self.gate.give_up(future)
+            audit.end(499, ended="client_closed")
+
+        return future, pieces, on_end
+
+    async def _pieces(self, future: asyncio.Future, pieces: asyncio.Queue,
+                      audit: _AnswerAudit, on_end):
+        """An admitted answer as it is written: ("text", piece)…, then ("answer", Answer) or
+        ("error", ApiError), the latter also when the deadline passes."""
+        loop = asyncio.get_running_loop()
         deadline = loop.time() + self.cfg.limits.deadline_s
         try:
             while True:
@@ -267,6 +470,7 @@ class Ingress:
                     piece = await asyncio.wait_for(pieces.get(),
                                                    max(0.0, deadline - loop.time()))
                 except asyncio.TimeoutError:
+                    audit.end(504, ended="deadline")
                     yield "error", ApiError(504, "deadline", "no answer within the deadline "
                                                              f"of {self.cfg.limits.deadline_s:g} s")
                     return
@@ -274,26 +478,35 @@ class Ingress:
                     break
                 yield "text", piece
             try:
-                yield "answer", future.result()
+                answer = future.result()
             except Exception as exc:
-                yield "error", self.gate.failure(exc)
-        finally:  # the deadline passed or the client closed the stream
-            self.gate.give_up(future)
+                error = self.gate.failure(exc)
+                audit.end(error.status, ended="error")
+                yield "error", error
+                return
+            yield "answer", answer
+            audit.end(200, **_read(answer))  # once the answer went out
+        finally:
+            on_end()
 
-    def _stream(self, req: AnswerRequest, grant: Grant | None) -> StreamingResponse:
+    def _stream(self, req: AnswerRequest, grant: Grant | None,
+                audit: _AnswerAudit) -> StreamingResponse:
         def event(kind: str, data: Any) -> str:
             return f"event: {kind}\ndata: {json.dumps(data)}\n\n"
 
-        async def events():
-            async for kind, item in self._pieces(req, grant):
-                if kind == "text":
-                    yield event("text", {"text": item})
-                elif kind == "answer":
-                    yield event("answer", item.to_dict())
-                else:
-                    yield event("error", {"error": item.message, "kind": item.kind})
+        future, pieces, on_end = self._started(req, grant, audit)
 
-        return StreamingResponse(events(), media_type="text/event-stream")
+        async def events():
+            async with contextlib.aclosing(self._pieces(future, pieces, audit, on_end)) as all_:
+                async for kind, item in all_:
+                    if kind == "text":
+                        yield event("text", {"text": item})
+                    elif kind == "answer":
+                        yield event("answer", item.to_dict())
+                    else:
+                        yield event("error", {"error": item.message, "kind": item.kind})
+
+        return _EndingStream(events(), on_end, media_type="text/event-stream")
 
     # -- the OpenAI surface: the same auth, checks, admission, deadline and metrics --------
     @api.post("/v1/chat/completions", summary="OpenAI-compatible chat completion",
@@ -301,38 +514,42 @@ class Ingress:
                                    "record is in the extension field `finrag`")
     async def chat_completions(self, chat: openai_api.ChatRequest, request: Request):
         grant = self.gate.authorize(request)
+        audit = self._audit(request, grant)
         system = openai_api.system_of(chat.model)
         if system is None:
             raise ApiError(404, "not_found", f"model {chat.model!r} does not exist; choose from "
                            + ", ".join(openai_api.model_id(s) for s in SYSTEMS))
         req = AnswerRequest(question=chat.question(), system=system)
+        audit.what["system"] = system
         self.gate.check_question(req.question)
         completion = openai_api.Completion(chat.model)
         if not chat.stream:
-            answer = await self.gate.result(self._admit(req, grant,
-                                                        path="/v1/chat/completions"))
+            answer = await self.gate.result(self._admit(req, grant))
+            audit.end(200, **_read(answer))
             return JSONResponse(completion.whole(answer))
         with_usage = bool(chat.stream_options and chat.stream_options.include_usage)
-        pieces = self._pieces(req, grant, "/v1/chat/completions")
+        future, queue, on_end = self._started(req, grant, audit)
+        pieces = self._pieces(future, queue, audit, on_end)
 
         def data(body: dict) -> str:
             return f"data: {json.dumps(body)}\n\n"
 
         async def chunks():
-            yield data(completion.chunk({"role": "assistant", "content": ""}))
-            async for kind, item in pieces:
-                if kind == "text":
-                    yield data(completion.chunk({"content": item}))
-                elif kind == "answer":
-                    yield data(completion.chunk({}, "stop", finrag=item.to_dict()))
-                    if with_usage:
-                        yield data(completion.usage_chunk(item))
-                else:
-                    self.metrics.errors.labels(item.kind).inc()
-                    yield data(openai_api.error_body(item.kind, item.message))
-            yield "data: [DONE]\n\n"
+            async with contextlib.aclosing(pieces):
+                yield data(completion.chunk({"role": "assistant", "content": ""}))
+                async for kind, item in pieces:
+                    if kind == "text":
+                        yield data(completion.chunk({"content": item}))
+                    elif kind == "answer":
+                        yield data(completion.chunk({}, "stop", finrag=item.to_dict()))
+                        if with_usage:
+                            yield data(completion.usage_chunk(item))
+                    else:
+                        self.metrics.errors.labels(item.kind).inc()
+                        yield data(openai_api.error_body(item.kind, item.message))
+                yield "data: [DONE]\n\n"
 
-        return StreamingResponse(chunks(), media_type="text/event-stream")
+        return _EndingStream(chunks(), on_end, media_type="text/event-stream")
 
     @api.get("/v1/models", summary="The systems, as OpenAI models")
     async def models(self, request: Request):
@@ -353,8 +570,14 @@ class Ingress:
         # the page holds no data: every call it makes carries the bearer token the user gives
         return FileResponse(WEB_PAGE, media_type="text/html; charset=utf-8")
 
+    @api.get("/docs", include_in_schema=False)
+    async def api_docs(self):
+        return HTMLResponse(_docs_page(api.openapi()))
+
     @api.get(_PAGE, summary="A page of a filing with the cited passage highlighted")
-    async def page(self, doc_id: str, page: int, request: Request, chunk: int | None = None):
+    async def page(self, request: Request, doc_id: str = PathParam(..., max_length=256),
+                   page: int = PathParam(..., ge=1, le=100_000),
+                   chunk: int | None = Query(None, ge=0, le=2**63 - 1)):
         grant = self.gate.authorize(request)
         if grant is not None and grant.collections is not None:
             readable = await asyncio.to_thread(lambda: self._view(grant).index.readable)
@@ -404,56 +627,119 @@ class Ingress:
             self._writer = IndexWriter(self.cfg.index_dir(),
                                        RemoteEmbedder(self.handles["embedder"]).described(),
                                        CompanyTable.load(self.cfg.companies),
-                                       self.cfg.limits.max_upload_bytes)
+                                       self.cfg.limits.max_upload_bytes,
+                                       variants=variant_dirs(self.cfg))
         return self._writer
 
-    async def _write(self, grant: Grant | None, action: str, work, **what):
-        """One write in a thread of its own, run to its end even when the client goes (a
-        filing is committed whole or not at all); audited with its status."""
-        try:
-            result = await asyncio.to_thread(work)
-        except ApiError as exc:
-            self.gate.record(grant, action, exc.status, **what)
-            raise
-        except Exception:  # a fault of ours: a 500 with an incident id, and in the audit too
-            self.gate.record(grant, action, 500, **what)
-            raise
+    def write_slot(self) -> _WriteSlot:
+        """A write's slot, or 503 with Retry-After at once when ``limits.max_writes`` run."""
+        limit = self.cfg.limits.max_writes
+        if self.writes >= limit:
+            wait = self.cfg.limits.retry_after_s or 30
+            raise ApiError(503, "overloaded", f"overloaded: {self.writes} writes in progress "
+                           f"(limit {limit}); retry after {wait} s", {"Retry-After": str(wait)})
+        return _WriteSlot(self)
+
+    async def _write(self, request: Request, grant: Grant | None, action: str, work, **what):
+        """One write in a worker thread, in the slot the middleware took for it. Past
+        ``limits.write_deadline_s`` the client gets 504, and the write is not stopped: it runs
+        to its end, as when the client goes (a filing is committed whole or not at all, so
+        it is then either in the index or not), holding its slot until then. Its audit line
+        is written when it ends, with its status (and ``replied: 504`` when it ended late)."""
+        slot = getattr(request.state, "write_slot", None)
+        late = False
+        future = asyncio.get_running_loop().run_in_executor(None, work)
+
+        def ended(done: asyncio.Future) -> None:
+            if slot is not None:
+                slot.release()
+            exc = asyncio.CancelledError() if done.cancelled() else done.exception()
+            result = None if exc is not None else done.result()
+            status = (exc.status if isinstance(exc, ApiError) else 500 if exc is not None
+                      else result[0] if isinstance(result, tuple) else 200)
+            self.gate.record(grant, action, status, **what, **({"replied": 504} if late else {}))
+
+        if slot is not None:
+            slot.handed = True
+        future.add_done_callback(ended)
+        deadline = self.cfg.limits.write_deadline_s
+        try:  # shielded: neither the deadline nor a client gone cancels the write
+            result = await asyncio.wait_for(asyncio.shield(future), deadline)
+        except asyncio.TimeoutError:
+            late = True
+            raise ApiError(504, "deadline", f"the write did not end within {deadline:g} s; it "
+                                            "goes on to its end, all or nothing: look for its "
+                                            "result before sending it again") from None
         status, body = result if isinstance(result, tuple) else (200, result)
-        self.gate.record(grant, action, status, **what)
         return JSONResponse(body, status_code=status)
 
     @api.post("/v1/documents", status_code=201, summary="Upload and ingest a filing",
               response_description="The filing's doc id, collections, pages and chunks")
     async def upload(self, upload: DocumentUpload, request: Request):
         grant = self.gate.authorize(request)
-        return await self._write(grant, "ingest", lambda: self.writer().ingest(grant, upload),
+        return await self._write(request, grant, "ingest",
+                                 lambda: self.writer().ingest(grant, upload),
                                  doc=upload.filename, into=sorted(upload.collections))
 
     @api.delete(_DOCUMENT, summary="Remove a filing from the index")
     async def remove(self, doc_id: str, request: Request):
         grant = self.gate.authorize(request)
-        return await self._write(grant, "remove", lambda: self.writer().remove(grant, doc_id),
-                                 doc=doc_id)
+        return await self._write(request, grant, "remove",
+                                 lambda: self.writer().remove(grant, doc_id), doc=doc_id)
 
     @api.put(_DOCUMENT + "/collections", summary="Add a filing to collections or take it out")
     async def collections(self, doc_id: str, change: CollectionChange, request: Request):
         grant = self.gate.authorize(request)
         return await self._write(
-            grant, "collections", lambda: self.writer().change_collections(grant, doc_id, change),
+            request, grant, "collections",
+            lambda: self.writer().change_collections(grant, doc_id, change),
             doc=doc_id, add=change.add, remove=change.remove)
 
-    @api.get("/healthz", summary="Ready when every deployment answers in time")
+    @api.get("/healthz", summary="Ready when every deployment answers in time; with a "
+                                 "valid token also what is served, or why not ready")
     async def healthz(self, request: Request):
-        problem, docs = await self._health()
+        detail, grant = self._health_detail(request)
+        problem, docs = await self._kept_health()
         if problem:
-            return _error(request, 503, "unavailable", f"not ready: {problem}",
+            return _error(request, 503, "unavailable",
+                          f"not ready: {problem}" if detail else "not ready",
                           {"Retry-After": "5"})
-        # with scoped tokens, how many documents the index holds is not for everyone
-        docs = docs if self.gate.tokens is None else None
+        if not detail:
+            return {"status": "ok"}
+        # how many documents the index holds is only for a caller that reads them all
+        docs = docs if grant is None or grant.collections is None else None
         return {"status": "ok", "profile": self._pipeline.profile.name, "documents": docs,
                 "answers_in_flight": self.gate.in_flight,
                 "max_in_flight": self.cfg.limits.max_in_flight,
                 "systems": self._systems(self._pipeline)}
+
+    def _health_detail(self, request: Request) -> tuple[bool, Grant | None]:
+        """Whether /healthz shows its caller the detail, and the caller's grant: a caller
+        with a valid token (a wrong one gets 401), or anyone where no auth is configured; a
+        caller without credentials gets only ok or not ready."""
+        proxy = self.cfg.auth.proxy
+        if "authorization" not in request.headers and not (
+                proxy is not None and proxy.user_header.lower() in request.headers) \
+                and not self.gate._open:
+            return False, None
+        return True, self.gate.authorize(request)
+
+    async def _kept_health(self) -> tuple[str | None, int]:
+        """``_health``, its probe of the deployments reused for ``limits.health_cache_s``;
+        one probe runs at a time, and callers meanwhile wait for its result."""
+        if not self._warm():
+            return self._build_problem or "starting (connecting to the deployments)", 0
+        kept = self._health_kept
+        if kept is not None and time.monotonic() - kept[0] < self.cfg.limits.health_cache_s:
+            return kept[1], kept[2]
+        if self._health_probe is None or self._health_probe.done():
+            self._health_probe = asyncio.ensure_future(self._probe_and_keep())
+        return await asyncio.shield(self._health_probe)
+
+    async def _probe_and_keep(self) -> tuple[str | None, int]:
+        problem, docs = await self._health()
+        self._health_kept = (time.monotonic(), problem, docs)
+        return problem, docs
 
     async def _health(self) -> tuple[str | None, int]:
         """(what is wrong or None, the documents served). Each deployment must answer a probe

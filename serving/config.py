@@ -58,6 +58,14 @@ class Limits(_Strict):
     # POST /v1/documents: the largest file one may upload, and how long its body may take
     max_upload_bytes: int = Field(64 * 2**20, ge=1024)
     upload_timeout_s: float = Field(300.0, gt=0)
+    # writes (upload, remove, collections) at once, counted from before the body is read until
+    # the write ends; one more gets 503 + Retry-After at once
+    max_writes: int = Field(2, ge=1)
+    # past it the client gets 504; the write itself still runs to its end (committed whole or
+    # not at all) and holds its slot until then
+    write_deadline_s: float = Field(600.0, gt=0)
+    # /healthz: how long a deep probe of the deployments is reused (one runs at a time)
+    health_cache_s: float = Field(3.0, ge=0)
 
 
 class IdentityProxy(_Strict):
@@ -66,13 +74,25 @@ class IdentityProxy(_Strict):
     ('*': all). Trusted only when configured here (otherwise such headers are ignored), and
     only with the shared secret the proxy sends in ``secret_header`` (from the environment
     variable ``secret_env``), so that a client reaching the app past the proxy cannot name
-    itself. A malformed header gets 401."""
+    itself. A malformed or repeated header gets 401. The groups header lists names split by
+    ``groups_separator``; a name in double quotes may hold the separator (a DN such as
+    ``"CN=Desk A,OU=Groups,DC=bank,DC=com"``)."""
 
     user_header: str = "X-Forwarded-User"
     groups_header: str = "X-Forwarded-Groups"
     secret_header: str = "X-Proxy-Secret"
     secret_env: str = "FINRAG_PROXY_SECRET"
+    groups_separator: str = Field(",", min_length=1, max_length=4)
     groups: dict[str, list[str]] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _usable_separator(self):
+        sep = self.groups_separator
+        if not (sep.isascii() and sep.isprintable()) or not sep.strip() or '"' in sep \
+                or "\\" in sep:
+            raise ValueError(f"auth.proxy.groups_separator {sep!r}: printable ASCII other than "
+                             f"spaces, '\"' and '\\' (e.g. ',', ';' or '|')")
+        return self
 
     def secret(self) -> str:
         value = os.environ.get(self.secret_env, "").strip()
@@ -80,6 +100,11 @@ class IdentityProxy(_Strict):
             raise ValueError(f"auth.proxy: ${self.secret_env} must hold the proxy's shared "
                              f"secret (16+ characters)")
         return value
+
+
+class NoTokenFile(ValueError):
+    """The bearer token file is gone or empty: its token no longer counts (unlike a file caught
+    half-written, whose last good token may)."""
 
 
 class Auth(_Strict):
@@ -101,6 +126,10 @@ class Auth(_Strict):
     audit_file: str | None = None
     proxy: IdentityProxy | None = None
     required: bool | None = None
+    # a reverse proxy forwards to this service (even on loopback): a token must be set
+    behind_proxy: bool = False
+    # how often the bearer token file is read again (rotated, emptied or deleted in place)
+    bearer_token_reread_s: float = Field(30.0, gt=0, le=3600)
 
     def tokens_path(self) -> Path | None:
         path = self.tokens_file or os.environ.get("FINRAG_TOKENS_FILE")
@@ -120,12 +149,16 @@ class Auth(_Strict):
         if path:
             try:
                 value = Path(path).expanduser().read_text(encoding="utf-8").strip()
-            except (OSError, UnicodeDecodeError) as e:
-                raise ValueError(f"cannot read the bearer token file named by auth."
-                                 f"bearer_token_file / $FINRAG_API_TOKEN_FILE "
-                                 f"({getattr(e, 'strerror', None) or 'not UTF-8 text'})") from None
+            except OSError as e:
+                raise NoTokenFile(f"cannot read the bearer token file named by auth."
+                                  f"bearer_token_file / $FINRAG_API_TOKEN_FILE "
+                                  f"({e.strerror or type(e).__name__})") from None
+            except UnicodeDecodeError:
+                raise ValueError("cannot read the bearer token file named by auth."
+                                 "bearer_token_file / $FINRAG_API_TOKEN_FILE "
+                                 "(not UTF-8 text)") from None
             if not value:
-                raise ValueError("the bearer token file is empty")
+                raise NoTokenFile("the bearer token file is empty")
             return self._checked(value, "the bearer token file")
         if self.bearer_token_env:
             value = os.environ.get(self.bearer_token_env, "").strip()

@@ -34,7 +34,7 @@ def variant_dirs(cfg: AppConfig) -> dict[str, str]:
     from pathlib import Path
 
     from finrag.retrieval.store.snapshot import is_publish_root
-    from finrag.retrieval.systems.recipes import variant_dir
+    from finrag.retrieval.store.variant_indexes import variant_dir
 
     index = cfg.index_dir()
     found = {}
@@ -162,6 +162,9 @@ class Retriever:
         return self._index(variant).catalog.readable(
             None if collections is None else frozenset(collections))
 
+    def fingerprints(self, variant: str | None = None) -> dict[str, str]:
+        return self._index(variant).catalog.fingerprints()
+
     def documents(self, variant: str | None = None) -> list[dict[str, Any]]:
         return [d.to_dict() for d in self._index(variant).documents()]
 
@@ -170,6 +173,11 @@ class Retriever:
         HTTP ``status`` to answer with (a plain dict: no exception types cross the handle)."""
         from finrag.serving.pages import PageError, render_page
 
+        # the Ingress bounds both; a number past SQLite's integers would be a 500 here
+        if not 1 <= page <= 100_000:
+            return {"status": 422, "error": f"page {page}: pages are numbered 1 to 100000"}
+        if chunk_id is not None and not 0 <= chunk_id < 2**63:
+            return {"status": 422, "error": "chunk: a passage id is from 0 to 2**63 - 1"}
         catalog = self._index(None).catalog
         doc = catalog.document(doc_id)
         if doc is None:

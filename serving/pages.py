@@ -7,6 +7,7 @@ a person (or a test) can read what the picture shows.
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +16,10 @@ import pymupdf
 
 MAX_LINES = 300  # lines of a passage looked up on the page (a chunk has ~40)
 MIN_CHARS = 6  # shorter lines ("2023", "$") would be found all over the page
+# the largest picture of a page: a MediaBox may be 14,400 pt a side (200 in), which at the
+# usual zoom is a pixmap of gigabytes; a letter page at 1.5x is 918 x 1188
+MAX_SIDE_PX = 4000
+MAX_PIXELS = 4_000_000
 _SENTENCE = re.compile(r"(?<=[.;:])\s+")
 
 
@@ -58,8 +63,22 @@ def render_page(path: str | Path, page: int, passage: str = "", *,
                 if rects:
                     pdf_page.add_highlight_annot(rects)
                     found.append(piece)
-        pix = pdf_page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), annots=True)
+        scale = fit_zoom(pdf_page.rect, zoom)
+        pix = pdf_page.get_pixmap(matrix=pymupdf.Matrix(scale, scale), annots=True)
         return PageView(pix.tobytes("png"), page, doc.page_count, found)
+
+
+def fit_zoom(rect: pymupdf.Rect, zoom: float) -> float:
+    """``zoom``, lowered (never raised) until a page of ``rect`` renders within
+    ``MAX_SIDE_PX`` a side and ``MAX_PIXELS`` in all."""
+    width, height = max(rect.width, 1.0), max(rect.height, 1.0)
+    scale = min(zoom, MAX_SIDE_PX / width, MAX_SIDE_PX / height,
+                math.sqrt(MAX_PIXELS / (width * height)))
+    while True:  # the pixmap's box is rounded outward: a pixel more a side at most
+        box = (rect * pymupdf.Matrix(scale, scale)).irect
+        if max(box.width, box.height) <= MAX_SIDE_PX and box.width * box.height <= MAX_PIXELS:
+            return scale
+        scale *= 0.99
 
 
 def _lines(passage: str) -> list[str]:

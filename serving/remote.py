@@ -176,6 +176,9 @@ class RemoteCatalog(CatalogReader):
         return wait(self.handle.readable.remote(None if collections is None
                                                 else sorted(collections), self.variant))
 
+    def fingerprints(self) -> dict[str, str]:
+        return wait(self.handle.fingerprints.remote(self.variant))
+
     def vectors(self, ids=None, dim: int | None = None):
         ids = None if ids is None else [int(i) for i in ids]
         return wait(self.handle.vectors.remote(ids, dim, self.variant))

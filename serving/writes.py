@@ -13,6 +13,11 @@ filing's collections changed, and who may do each.
   ingest holding it: 409, retry later), one document all or nothing; the served readers catch
   up on their next call (``Index.refresh``). Uploaded files are kept under the index folder,
   in ``uploads/<sha256 prefix>/``: their pages are rendered from there.
+- An upload is parsed in a child process, within a time and a memory limit (a file that
+  exceeds them: 422); a file whose bytes are not what its name says is refused (422). What its
+  metadata says about its company is learned into a staged copy of the company table, kept
+  once the filing is committed: a refused upload changes nothing shared, and no upload may
+  rename, re-ticker or re-calendar a company the table records (409 ``conflict``).
 """
 
 from __future__ import annotations
@@ -26,14 +31,17 @@ import shutil
 import tempfile
 import threading
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from finrag.retrieval.documents import check_collections
+from finrag.retrieval.ingest.kinds import misnamed
 from finrag.retrieval.ingest.metadata import doc_id_for
 from finrag.retrieval.store.lock import IndexBusyError
+from finrag.retrieval.store.variant_indexes import in_step, variants_beside
 from finrag.serving.admission import ApiError
 from finrag.serving.tokens import Grant
 
@@ -61,12 +69,16 @@ class CollectionChange(BaseModel):
     remove: list[str] = Field(default_factory=list)
 
 
-def _own(grant: Grant, names: list[str], what: str) -> None:
-    """Refuse collections outside the grant's (403, naming them: the caller named them)."""
+def _own(grant: Grant, names: list[str], what: str, *, named: bool = False) -> None:
+    """Refuse collections outside the grant's (403). The reply names them only when the
+    caller itself ``named`` them: a filing's other collections are not the caller's to know."""
     outside = sorted(n for n in names if not grant.reads(n))
-    if outside:
+    if outside and named:
         raise ApiError(403, "forbidden", f"this token cannot {what} collection(s) "
                                          f"{', '.join(outside)}")
+    if outside:
+        raise ApiError(403, "forbidden", f"this token cannot {what} collection(s): they "
+                                         f"include collections this token does not hold")
 
 
 def _needs(grant: Grant | None, right: str) -> Grant:
@@ -87,11 +99,21 @@ def _checked_collections(names: list[str]) -> list[str]:
 class IndexWriter:
     """The served index's one writer in this process (the index's lock keeps out others)."""
 
-    def __init__(self, index_dir: Path, embedder, companies, max_upload_bytes: int):
+    def __init__(self, index_dir: Path, embedder, companies, max_upload_bytes: int, *,
+                 variants: dict[str, str | Path] | None = None, max_parse_s: float = 120.0,
+                 max_parse_bytes: int | None = None):
+        """``variants``: the variant index folders served beside the index (default: those
+        beside it), which every removal and change of collections brings in step.
+        ``companies``: the company table uploads learn into, once accepted. An upload is
+        parsed in a child process within ``max_parse_s`` seconds and ``max_parse_bytes`` of
+        address space (default: ``DEFAULT_PARSE_MEMORY``)."""
         self.index_dir = Path(index_dir)
+        self.variants = variants_beside(self.index_dir) if variants is None else dict(variants)
         self.embedder = embedder  # with name, model_id, kind, dim and normalize (the index's)
         self.companies = companies
         self.max_upload_bytes = max_upload_bytes
+        self.max_parse_s = max_parse_s
+        self.max_parse_bytes = max_parse_bytes
         self._one = threading.Lock()
 
     # -- the three writes ----------------------------------------------------------------
@@ -101,7 +123,7 @@ class IndexWriter:
         grant = _needs(grant, "ingest")
         self._writable()
         collections = _checked_collections(upload.collections)
-        _own(grant, collections, "ingest into")
+        _own(grant, collections, "ingest into", named=True)
         if not FILE_NAME.match(upload.filename):
             raise ApiError(422, "bad_request", "filename: letters, digits, '.', '_' or '-', "
                                                "ending .pdf, .htm or .html")
@@ -114,6 +136,10 @@ class IndexWriter:
         if len(data) > self.max_upload_bytes:
             raise ApiError(413, "too_large", f"the file has {len(data)} bytes; the limit is "
                                              f"{self.max_upload_bytes}")
+        if wrong := misnamed(upload.filename, data[:1024]):
+            raise ApiError(422, "bad_document", f"{upload.filename}: named as {wrong[0]} but "
+                                                f"its bytes are {wrong[1]}; refused: upload it "
+                                                f"under a name that says what it holds")
         doc_id = doc_id_for(Path(upload.filename).stem)
         named = upload.metadata.get("doc_id")
         if named is not None and (not isinstance(named, str) or doc_id_for(named) != doc_id):
@@ -132,8 +158,9 @@ class IndexWriter:
             doc = self._readable(grant, index, doc_id)
             _own(grant, doc.collections, f"remove {doc_id} from its")
             remove_document(index, doc_id)
+            variants = in_step(index, self.variants, [doc_id])
         self._drop_upload(doc.source_path)
-        return {"doc_id": doc_id, "removed": True}
+        return {"doc_id": doc_id, "removed": True, "variants": variants}
 
     def change_collections(self, grant: Grant | None, doc_id: str,
                            change: CollectionChange) -> dict:
@@ -143,14 +170,15 @@ class IndexWriter:
                        _checked_collections(change.remove) if change.remove else [])
         if not add and not remove:
             raise ApiError(422, "bad_request", "name collections to add or remove")
-        _own(grant, add + remove, "change")
+        _own(grant, add + remove, "change", named=True)
         with self._one, self._writing() as index:
             self._readable(grant, index, doc_id)
             try:
                 after = index.catalog.change_collections(doc_id, add=add, remove=remove)
             except ValueError as exc:
                 raise ApiError(422, "bad_request", str(exc)) from None
-        return {"doc_id": doc_id, "collections": after}
+            variants = in_step(index, self.variants, [doc_id])
+        return {"doc_id": doc_id, "collections": after, "variants": variants}
 
     # -- inside --------------------------------------------------------------------------
     def _writable(self) -> None:
@@ -179,7 +207,9 @@ class IndexWriter:
         return doc
 
     def _ingest(self, grant, upload, collections, doc_id, sha, data) -> tuple[int, dict]:
-        from finrag.retrieval.indexer import Ingestor
+        from finrag.retrieval.indexer import (DEFAULT_PARSE_MEMORY, Ingestor, prepare_apart,
+                                              remove_document)
+        from finrag.retrieval.routing.companies import CompanyConflict
 
         with self._writing() as index:  # the checks, before any work
             known = index.catalog.document_by_sha(sha)
@@ -213,14 +243,23 @@ class IndexWriter:
             sidecar.write_text(json.dumps([{**upload.metadata, "doc_id": doc_id,
                                             "collections": collections}]))
         started = time.perf_counter()
+        # what the upload teaches the company table is learned aside, and kept once it is in
+        companies = self.companies.staged()
         try:
             ingestor = Ingestor(self.index_dir, self.embedder, metadata=sidecar,
-                                companies=self.companies, collections=collections,
-                                replace=upload.replace)
+                                companies=companies, collections=collections,
+                                replace=upload.replace,
+                                prepare=partial(prepare_apart, max_seconds=self.max_parse_s,
+                                                max_memory=self.max_parse_bytes
+                                                or DEFAULT_PARSE_MEMORY))
         except IndexBusyError:
             shutil.rmtree(folder, ignore_errors=True)
             raise ApiError(409, "busy", "another ingest is writing the index; retry when it "
                                         "has finished", {"Retry-After": "30"}) from None
+        except CompanyConflict as exc:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise ApiError(409, "conflict", f"metadata: {exc}".replace(f"{folder}/", "")
+                           .replace(str(folder), "")) from None
         except ValueError as exc:  # the metadata
             shutil.rmtree(folder, ignore_errors=True)
             raise ApiError(422, "bad_request", f"metadata: {exc}".replace(str(folder), "")) \
@@ -228,8 +267,16 @@ class IndexWriter:
         try:
             report = ingestor.run([path], progress=False)
             doc = ingestor.index.catalog.document(doc_id)
+            if report.failed and doc is not None and doc.sha256 == sha and same_id is None:
+                # committed, then refused (its facts): taken out again, all or nothing
+                remove_document(ingestor.index, doc_id)
+                doc = None
+            if same_id is not None:  # the variants held the file replaced: they drop it
+                in_step(ingestor.index, self.variants, [doc_id])
         finally:
             ingestor.close()
+        if not report.failed and doc is not None:
+            self.companies.adopt(companies)
         if report.failed or doc is None:
             shutil.rmtree(folder, ignore_errors=True)
             reason = report.failed[0][1] if report.failed else "nothing was indexed"

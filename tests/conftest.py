@@ -48,6 +48,27 @@ def two_collections(tmp_path_factory, demo_corpus, embedder):
 
 
 @pytest.fixture(scope="session")
+def two_collections_variants(tmp_path_factory, two_collections, demo_corpus, embedder):
+    """``two_collections`` with its V-A and V-B variants beside it, in ``<dir>/index``,
+    ``index-meta`` and ``index-llmctx`` (tests copy the folder before writing to it). The tiny
+    generator writes V-B's contexts from short prompts: what they say matters less here than
+    that V-B is a real index of its own."""
+    import shutil
+
+    from finrag.benchmarks.access_probes import build_variants
+    from finrag.models.profiles import load_config, load_llm
+    from finrag.retrieval.ingest.variants import Contextualizer
+
+    folder = tmp_path_factory.mktemp("two-collections-variants")
+    shutil.copytree(two_collections, folder / "index")
+    llm = load_llm(load_config(env={}).active("tiny"), "generator")
+    build_variants(folder / "index", demo_corpus, embedder,
+                   Contextualizer(llm, batch_size=16, max_tokens=8, opening_chars=200,
+                                  chunk_chars=300), chunk_size=8000, chunk_overlap=0)
+    return folder
+
+
+@pytest.fixture(scope="session")
 def demo_index(tmp_path_factory, demo_corpus, embedder):
     """The demo corpus ingested once for the whole session (tests must not write to it)."""
     from finrag.retrieval.indexer import Ingestor

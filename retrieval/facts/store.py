@@ -1,7 +1,10 @@
 """The facts table, in the index's SQLite beside the documents.
 
 Every filed value is kept (a restated value and the one it replaced are two rows with their
-own accession and filing date); readers take the latest filed. Each fact is placed on its
+own accession and filing date), and each under its source: two filings stating the same value
+are two rows, so removing one filing leaves the other's; readers take the latest filed. A
+company's row (name, key, calendar) is the first one stored for its CIK: a later file cannot
+rename or re-calendar it. Each fact is placed on its
 company's own fiscal calendar when it is stored: ``fiscal_year`` is named after the calendar
 year the fiscal year ends in, ``fiscal_quarter`` is the quarter a period closes (None for a
 full year), and ``period`` says what the value covers:
@@ -38,6 +41,8 @@ CREATE TABLE IF NOT EXISTS fact_files (
     facts INTEGER NOT NULL,
     ingested_at TEXT NOT NULL DEFAULT (datetime('now'))
 );
+"""
+_FACTS = """
 CREATE TABLE IF NOT EXISTS facts (
     id INTEGER PRIMARY KEY,
     cik TEXT NOT NULL,
@@ -57,10 +62,10 @@ CREATE TABLE IF NOT EXISTS facts (
     fiscal_year INTEGER,
     fiscal_quarter INTEGER,
     source TEXT NOT NULL,
-    UNIQUE (cik, concept, unit, start, end, accession, dimensions)
-);
-CREATE INDEX IF NOT EXISTS facts_lookup ON facts(cik, concept, period, fiscal_year);
-"""
+    UNIQUE (cik, concept, unit, start, end, accession, dimensions, source)
+)"""
+_FACTS_INDEX = "CREATE INDEX IF NOT EXISTS facts_lookup ON facts(cik, concept, period, fiscal_year)"
+_SCHEMA += f"{_FACTS};\n{_FACTS_INDEX};\n"
 
 
 @dataclass(frozen=True)
@@ -149,6 +154,7 @@ class FactStore(FactLookup):
         self.db = db
         if db is not None and not readonly:
             self.db.executescript(_SCHEMA)
+            self._migrate()
         self.available = db is not None and self._has_table()
         self._scope, self._scope_args = "", []
         if readable is not None:
@@ -166,6 +172,26 @@ class FactStore(FactLookup):
             "SELECT 1 FROM sqlite_master WHERE type='table' AND name='facts'").fetchone()
         return row is not None
 
+    def _migrate(self) -> None:
+        """Facts tables made before a fact's source was part of its key: rebuilt with it."""
+        (sql,), = self.db.execute("SELECT sql FROM sqlite_master WHERE type='table' AND "
+                                  "name='facts'")
+        if "dimensions, source)" in sql:
+            return
+        columns = ("id, cik, concept, unit, start, end, value, decimals, form, accession, "
+                   "filed, filing_fy, filing_fp, dimensions, period, fiscal_year, "
+                   "fiscal_quarter, source")
+        if not self.db.in_transaction:
+            self.db.execute("BEGIN IMMEDIATE")  # the DDL too: all of it or none
+        with self.db:
+            self.db.execute("ALTER TABLE facts RENAME TO facts_before_sources")
+            self.db.execute("DROP INDEX IF EXISTS facts_lookup")
+            self.db.execute(_FACTS)
+            self.db.execute(_FACTS_INDEX)
+            self.db.execute(f"INSERT INTO facts ({columns}) SELECT {columns} "
+                            "FROM facts_before_sources")
+            self.db.execute("DROP TABLE facts_before_sources")
+
     # writing -------------------------------------------------------------------------
     def source_sha(self, source: str) -> str | None:
         if not self.available:
@@ -174,15 +200,17 @@ class FactStore(FactLookup):
         return row[0] if row else None
 
     def add(self, source: str, sha256: str, company: Company, facts: list[Fact]) -> int:
-        """Store one file's facts for ``company`` (its calendar places them); returns how many
-        rows are new (a fact another file already stored is kept once)."""
+        """Store one file's facts for ``company`` (its calendar places them; a company stored
+        before under its CIK keeps its row and calendar); returns how many rows are new."""
         if not company.cik:
             raise ValueError(f"{company.name}: a company needs a CIK to hold facts")
-        fye = company.fiscal_year_end or "12-31"
+        fye, week_based = company.fiscal_year_end or "12-31", company.week_based
+        if recorded := self.recorded_company(company.cik):  # its facts stay on one calendar
+            fye, week_based = recorded.fiscal_year_end, recorded.week_based
         rows = []
         for f in facts:
             try:
-                kind, year, quarter = place(f.start, f.end, fye, company.week_based)
+                kind, year, quarter = place(f.start, f.end, fye, week_based)
             except ValueError:
                 continue  # a date that is not a date: nothing to place it on
             # a fact may name a part of the file ("table:<doc>#p12": the page it was read from)
@@ -194,9 +222,8 @@ class FactStore(FactLookup):
             self.db.execute("DELETE FROM facts WHERE source=? OR substr(source, 1, ?)=?",
                             (source, len(source) + 1, source + "#"))
             self.db.execute(
-                "INSERT OR REPLACE INTO fact_companies VALUES (?, ?, ?, ?, ?, ?)",
-                (company.cik, company.key, company.name, company.ticker, fye,
-                 int(company.week_based)))
+                "INSERT OR IGNORE INTO fact_companies VALUES (?, ?, ?, ?, ?, ?)",
+                (company.cik, company.key, company.name, company.ticker, fye, int(week_based)))
             before = self.db.total_changes
             self.db.executemany(
                 "INSERT OR IGNORE INTO facts (cik, concept, unit, start, end, value, decimals, "
@@ -220,6 +247,14 @@ class FactStore(FactLookup):
                     (source, len(source) + 1, source + "#")).rowcount
                 self.db.execute("DELETE FROM fact_files WHERE source=?", (source,))
         return removed
+
+    def recorded_company(self, cik: str) -> FactCompany | None:
+        """The company stored for a CIK, with or without facts (every caller's)."""
+        if not self.available:
+            return None
+        row = self.db.execute("SELECT cik, key, name, ticker, fiscal_year_end, week_based FROM "
+                              "fact_companies WHERE cik=?", (cik.zfill(10),)).fetchone()
+        return FactCompany(*row[:5], bool(row[5])) if row else None
 
     # reading -------------------------------------------------------------------------
     def companies(self) -> list[FactCompany]:

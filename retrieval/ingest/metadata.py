@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from finrag.retrieval.routing.calendars import fiscal_period
-from finrag.retrieval.routing.companies import Company, CompanyTable, default_table
+from finrag.retrieval.routing.companies import (Company, CompanyConflict, CompanyTable,
+                                                default_table)
 from finrag.retrieval.documents import DOC_TYPES, DocumentMeta, check_collections
 
 log = logging.getLogger(__name__)
@@ -111,7 +112,9 @@ def load_sidecar(
     """Metadata by doc id from a JSONL file or a JSON list, in FinanceBench's or finrag's format.
 
     Company facts a finrag line states (ticker, aliases, fiscal_year_end) are added to
-    ``companies`` (by default the shared default table). A repeated doc id keeps its first entry.
+    ``companies`` (by default the shared default table; a staged table refuses, with
+    ``CompanyConflict``, a line that contradicts a company it records). A repeated doc id keeps
+    its first entry.
     """
     table = companies if companies is not None else default_table()
     found: dict[str, DocumentMeta] = {}
@@ -124,7 +127,8 @@ def load_sidecar(
             else:
                 meta = _from_finrag_record(record, table)
         except (TypeError, ValueError) as err:
-            raise ValueError(f"{path}, {where}: {err}") from None
+            kind = CompanyConflict if isinstance(err, CompanyConflict) else ValueError
+            raise kind(f"{path}, {where}: {err}") from None
         if meta.doc_id in found:
             if found[meta.doc_id] != meta:
                 log.warning("%s, %s: %s listed again with other metadata; keeping the first",

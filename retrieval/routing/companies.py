@@ -97,6 +97,12 @@ class Company:
 FIELDS = {f.name for f in fields(Company)}
 
 
+class CompanyConflict(ValueError):
+    """What one source says about a company contradicts what an earlier one recorded (a staged
+    table's settled company): another name, ticker, calendar or CIK. The message names only
+    the values the source itself gave."""
+
+
 class CompanyTable:
     """Companies indexed by key, ticker and normalised name/alias."""
 
@@ -105,8 +111,31 @@ class CompanyTable:
         self._by_ticker: dict[str, Company] = {}
         self._by_name: dict[str, Company] = {}  # normalised name or alias
         self._by_compact: dict[str, Company] = {}  # the same without spaces ("cocacola")
+        self._settled: frozenset[str] = frozenset()  # a staged table's keys it may not change
         for company in companies:
             self.add(company)
+
+    def staged(self) -> CompanyTable:
+        """A copy for one untrusted source (an upload) to learn into; ``adopt`` it once the
+        source is accepted, or drop it. In the copy every company of this table is settled: what
+        it records (name, tickers, aliases, calendar, CIK) cannot be changed or added to, only
+        a field it leaves empty filled; nor may a new company take a settled one's name, alias,
+        ticker or CIK. Any of that raises ``CompanyConflict``."""
+        copy = CompanyTable()
+        copy._by_key = dict(self._by_key)  # Company entries are replaced, never changed in place
+        copy._settled = frozenset(self._by_key)
+        copy._reindex()
+        return copy
+
+    def adopt(self, staged: CompanyTable) -> list[Company]:
+        """Take what a staged copy of this table learned (new companies, empty fields filled);
+        returns the entries added or changed."""
+        changed = [c for key, c in staged._by_key.items() if self._by_key.get(key) != c]
+        for company in changed:
+            self._by_key[company.key] = company
+        if changed:
+            self._reindex()
+        return changed
 
     @classmethod
     def load(
@@ -155,6 +184,8 @@ class CompanyTable:
             if existing and "key" in data and make_key(str(data["key"])) != existing.key:
                 raise ValueError(f"{data['name']!r} is already the company with key {existing.key!r}")
 
+        if existing is not None and existing.key in self._settled:
+            self._check_settled(existing, data, matched_by_key)
         if existing is None:
             if "name" not in data:
                 raise ValueError(f"no company with key {data.get('key')!r}; a new company needs a name")
@@ -172,9 +203,56 @@ class CompanyTable:
                 merged["tickers"].append(existing.ticker)  # a replaced primary stays findable
             merged["key"] = existing.key
             company = Company(**merged)
+        if self._settled:
+            self._check_taken(company)
         self._by_key[company.key] = company
         self._reindex()
         return company
+
+    def _check_settled(self, company: Company, data: dict[str, Any], by_key: bool) -> None:
+        """A settled company may only have its empty fields filled."""
+        if by_key and "name" in data and self.by_name(str(data["name"])) is not company:
+            raise CompanyConflict(f"the name {data['name']!r} is not one the company table "
+                                  f"records for this company")
+        for alias in data.get("aliases") or []:
+            if self.by_name(alias) is not company:
+                raise CompanyConflict(f"the name {alias!r} is not one the company table records "
+                                      f"for this company; new names for a known company are "
+                                      f"the operator's to add")
+        tickers = [t.strip().upper() for t in (data.get("ticker"), *(data.get("tickers") or []))
+                   if isinstance(t, str) and t.strip()]
+        for ticker in tickers:
+            if company.tickers and ticker not in company.tickers:
+                raise CompanyConflict(f"the ticker {ticker} is not one the company table "
+                                      f"records for this company")
+        for name in ("fiscal_year_end", "cik"):
+            value = data.get(name)
+            if value is None or getattr(company, name) is None:
+                continue
+            value = str(value).strip()
+            if (value.zfill(10) if name == "cik" else value) != getattr(company, name):
+                raise CompanyConflict(f"{name} {value!r} is not the one the company table "
+                                      f"records for this company")
+        if ("week_based" in data and company.fiscal_year_end is not None
+                and bool(data["week_based"]) != company.week_based):
+            raise CompanyConflict("a 52/53-week calendar is not the one the company table "
+                                  "records for this company")
+
+    def _check_taken(self, company: Company) -> None:
+        """No name, ticker or CIK of ``company`` may be a settled other company's."""
+        for other in self._by_key.values():
+            if other.key == company.key or other.key not in self._settled:
+                continue
+            if company.cik and company.cik == other.cik:
+                raise CompanyConflict(f"CIK {company.cik} is another company's in the company "
+                                      f"table")
+            if taken := set(company.tickers) & set(other.tickers):
+                raise CompanyConflict(f"the ticker {sorted(taken)[0]} is another company's in "
+                                      f"the company table")
+            names = {normalize_name(n) for n in other.names}
+            if taken := [n for n in company.names if normalize_name(n) in names]:
+                raise CompanyConflict(f"the name {taken[0]!r} is another company's in the "
+                                      f"company table")
 
     def _reindex(self) -> None:
         self._by_ticker.clear()

@@ -45,6 +45,9 @@ class ScopedCatalog(CatalogReader):
         within = self._catalog.readable(collections)
         return sorted(self.doc_ids if within is None else self.doc_ids.intersection(within))
 
+    def fingerprints(self) -> dict[str, str]:
+        return {d: sha for d, sha in self._catalog.fingerprints().items() if d in self.doc_ids}
+
     def vectors(self, ids: Any = None, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         # chunk ids come from a scoped search; all of them at once would be the whole corpus
         if ids is None:

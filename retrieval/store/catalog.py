@@ -173,6 +173,11 @@ class CatalogReader(Protocol):
         """The doc ids of the documents in any of ``collections`` (None: all, so None)."""
         ...
 
+    def fingerprints(self) -> dict[str, str]:
+        """{doc id: sha256 of its file} of every document: what a variant index holds of a
+        filing counts only while its file is the one the main index holds."""
+        ...
+
 
 class Catalog(CatalogReader):
     def __init__(self, path: Path, *, readonly: bool = False, immutable: bool = False):
@@ -398,6 +403,9 @@ class Catalog(CatalogReader):
             f"SELECT {self._doc_columns} FROM documents WHERE doc_id = ?", (doc_id,)
         ).fetchone()
         return self._record(row) if row else None
+
+    def fingerprints(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT doc_id, sha256 FROM documents"))
 
     def document_by_sha(self, sha256: str) -> DocumentRecord | None:
         row = self.db.execute(

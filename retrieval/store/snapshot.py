@@ -9,7 +9,9 @@ snapshot of it instead (``retrieval.store.publish``, ``finrag publish``):
     ROOT/v000002/
     ROOT/CURRENT   the name of the version to serve, replaced atomically
 
-A version never changes once CURRENT can name it. It is opened immutable: SQLite writes nothing
+A version never changes once CURRENT can name it; still, a version is known by the sha256 of
+its manifest, not its name alone, so a root deleted and published anew (its v000001 another
+index's) is not taken for the one a reader or a local copy has. It is opened immutable: SQLite writes nothing
 beside it (no lock, journal, ``-wal`` or ``-shm``), so any number of readers can share one on a
 shared or read-only volume. Every file is checked against its manifest before it is served.
 """
@@ -60,6 +62,7 @@ class Snapshot:
     embedder: dict[str, Any]
     files: dict[str, dict[str, Any]]  # name -> {"sha256", "bytes"}
     new: bool = True  # False: ``publish`` found this generation already published
+    digest: str = ""  # sha256 of the manifest file as read: which version this is
 
     @property
     def name(self) -> str:
@@ -70,7 +73,7 @@ class Snapshot:
 
     def manifest(self) -> dict[str, Any]:
         out = asdict(self)
-        for key in ("folder", "new"):
+        for key in ("folder", "new", "digest"):
             out.pop(key)
         return out
 
@@ -134,8 +137,11 @@ def fsync(path: Path) -> None:
 def read_manifest(folder: Path) -> Snapshot:
     path = Path(folder) / MANIFEST_FILE
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        snapshot = Snapshot(folder=Path(folder), **raw)
+        data = path.read_bytes()
+        raw = json.loads(data.decode("utf-8"))
+        if not isinstance(raw, dict) or "digest" in raw:
+            raise ValueError("not a manifest object")
+        snapshot = Snapshot(folder=Path(folder), **raw, digest=hashlib.sha256(data).hexdigest())
     except FileNotFoundError:
         raise SnapshotError(f"snapshot {folder}: {MANIFEST_FILE} is missing") from None
     except (OSError, ValueError, TypeError) as e:
@@ -174,6 +180,9 @@ def local_copy_of(folder: Path, cache: Path, *, check: bool = True) -> Path:
     target = place / folder.name
     if target.is_dir():
         try:
+            if _manifest_digest(target) != _manifest_digest(folder):
+                raise SnapshotError(f"{target} is a copy of another {folder.name} (the publish "
+                                    f"root was made anew)")
             if check:
                 verify(target)
             return target
@@ -197,6 +206,13 @@ def local_copy_of(folder: Path, cache: Path, *, check: bool = True) -> Path:
         if old != target:
             shutil.rmtree(old, ignore_errors=True)
     return target
+
+
+def _manifest_digest(folder: Path) -> str | None:
+    try:
+        return hashlib.sha256((Path(folder) / MANIFEST_FILE).read_bytes()).hexdigest()
+    except OSError:
+        return None
 
 
 def resolve(path: str | Path) -> Path:
@@ -243,6 +259,7 @@ class PublishedIndex:
         self.recheck_s = recheck_s
         self._swapping = threading.Lock()
         self._checked_at = 0.0
+        self._past = 0  # added to the version in ``generation``: a root made anew starts over
         self._stamp = self._current_stamp()
         # (index, its manifest), replaced as one: a reader never pairs one with another's
         self._current = self._open(current_version(self.root))
@@ -313,7 +330,7 @@ class PublishedIndex:
         """Moves with every version swapped in, and never back to an earlier version's value
         (the version above the catalog's own generation, a 32-bit SQLite user_version)."""
         index, snapshot = self._current
-        return (snapshot.version << 32) | index.generation()
+        return ((snapshot.version + self._past) << 32) | index.generation()
 
     # following CURRENT ------------------------------------------------------------------
     def refresh(self) -> bool:
@@ -331,11 +348,15 @@ class PublishedIndex:
         try:
             self._stamp = stamp  # a version that fails is not tried again until CURRENT moves
             folder = current_version(self.root)
-            if folder.name == self.snapshot.name:
+            if folder.name == self.snapshot.name and \
+                    _manifest_digest(folder) == self.snapshot.digest:
                 return False
             index, snapshot = self._open(folder)
             old = self._index.vectors
             index.vectors.configure(**{k: getattr(old, k) for k in _VECTOR_SETTINGS})
+            before = self.generation()
+            if ((snapshot.version + self._past) << 32) | index.generation() <= before:
+                self._past = (before >> 32) + 1 - snapshot.version
             self._current = (index, snapshot)
         except Exception as e:  # a reader must go on with what it has; the log says why
             log.warning("not switching %s to the version CURRENT names: %s; still serving %s",

@@ -51,7 +51,7 @@ def index_dir(args: argparse.Namespace) -> Path:
 
 def pipeline_kwargs(args: argparse.Namespace) -> dict:
     """``Pipeline.load`` keyword arguments from the pipeline options (index aside)."""
-    from finrag.retrieval.systems.recipes import variant_dir
+    from finrag.retrieval.store.variant_indexes import variant_dir
 
     index = index_dir(args)
     variants = {"meta": args.meta_index or variant_dir(index, "meta"),

@@ -75,7 +75,11 @@ class Pipeline:
         self.embedder = embedder
         self.profile = profile
         self.settings = profile.pipeline
-        self.variants = variants or {}
+        # the variant indexes as opened; ``variants`` is what a caller searches of them: the
+        # filings the main index holds, the same files, in the collections the main catalog
+        # gives them at the moment of the request (``_variant_views``)
+        self._variant_indexes: dict[str, SearchIndex] = dict(variants or {})
+        self.variants: dict[str, SearchIndex] = self._variant_views(None)
         self.light, self.large = light, large
         self._engines: dict[str, Any] = dict(engines or {})
         self.companies = companies
@@ -187,7 +191,7 @@ class Pipeline:
 
     def close(self) -> None:
         self.index.close()
-        for v in self.variants.values():
+        for v in self._variant_indexes.values():
             v.close()
 
     @property
@@ -221,8 +225,7 @@ class Pipeline:
         view = copy.copy(self)
         view.collections, view._base = key, self
         view.index = ScopedIndex(self.index, readable)
-        view.variants = {name: ScopedIndex(v, v.catalog.readable(key))
-                         for name, v in self.variants.items()}
+        view.variants = self._variant_views(readable)
         # a router given (served) is asked for its view; else one is built on first use over
         # the readable filings
         view._router = None if self._router is None else self._router.scoped(readable)
@@ -233,6 +236,30 @@ class Pipeline:
         bound(self._views)
         return view
 
+    def _variant_views(self, readable: frozenset[str] | None) -> dict[str, SearchIndex]:
+        """Each variant index as a reader of ``readable`` (doc ids of the main index; None:
+        all of them) may search it. Who reads what is the main catalog's alone: a variant's
+        own collections are never consulted, and a filing it holds counts only while the main
+        index holds the same file (a filing removed, replaced or moved there is out of every
+        variant at once, even one that has not caught up)."""
+        if not self._variant_indexes:
+            return {}
+        main = self.index.catalog.fingerprints()
+        allowed = main.keys() if readable is None else readable
+        views = {}
+        for name, v in self._variant_indexes.items():
+            same = {d for d, sha in v.catalog.fingerprints().items()
+                    if d in allowed and main.get(d) == sha}
+            views[name] = ScopedIndex(v, same)
+        return views
+
+    def _generation_now(self):
+        """The generations of the main index and of every variant: any write to one moves it."""
+        if not hasattr(self.index, "generation"):
+            return 0
+        return (self.index.generation(),
+                *(v.generation() for v in self._variant_indexes.values()))
+
     def _fresh(self) -> "Pipeline":
         """This pipeline as the index is now. When documents or their collections have changed
         since the last call (an ingest while serving, `finrag collection`), what was worked out
@@ -242,10 +269,10 @@ class Pipeline:
         if self._base is not None:
             base = self._base._fresh()
             return self if base._generation == self._generation else base.scoped(self.collections)
-        for index in (self.index, *self.variants.values()):
+        for index in (self.index, *self._variant_indexes.values()):
             if hasattr(index, "refresh"):  # a local index; a served one refreshes itself
                 index.refresh()
-        now = self.index.generation() if hasattr(self.index, "generation") else 0
+        now = self._generation_now()
         if now != self._generation:
             if self._generation is not None:
                 self.routes, self.expansions, self.table_searches = {}, {}, {}
@@ -254,6 +281,7 @@ class Pipeline:
                     self._router = None
                 if self._facts_built_here:  # a newer published version is another database
                     self._facts_answerer = None
+            self.variants = self._variant_views(None)
             self._generation = now
         return self
 

@@ -18,7 +18,6 @@ returns the context blocks its answer is generated from:
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from pydantic import BaseModel, Field
@@ -35,12 +34,6 @@ if TYPE_CHECKING:
     from finrag.retrieval.systems.pipelines import Pipeline
 
 VARIANT_OF = {"cbr_meta": "meta", "cbr_llmctx": "llmctx"}
-
-
-def variant_dir(index_dir: str | Path, variant: str) -> Path:
-    """Where a variant index lives by default: beside the plain one, ``<dir>-<variant>``."""
-    index_dir = Path(index_dir)
-    return index_dir.with_name(f"{index_dir.name}-{variant}")
 
 
 def cbr(pipe: Pipeline, run: Run, index: SearchIndex | None = None,

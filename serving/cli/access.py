@@ -5,15 +5,22 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import sys
 from pathlib import Path
 
 from finrag.retrieval.systems.options import add_index_option, index_dir
-from finrag.serving.tokens import ALL, TokenError, TokenStore, default_tokens_file
+from finrag.serving.tokens import (ALL, MAX_EXPIRY_S, TokenError, TokenStore,
+                                   default_tokens_file)
 
 
 def _when(ts: float | None) -> str:
-    return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC") if ts else "-"
+    if not ts:
+        return "-"
+    try:
+        return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    except (TypeError, ValueError, OverflowError, OSError):  # a time edited into the file by hand
+        return f"invalid ({str(ts)[:20]})"
 
 
 def _warn_empty(collections: list[str], args) -> None:
@@ -38,9 +45,14 @@ def cmd_token(args) -> int:
         if args.action == "create":
             if not args.name:
                 raise TokenError("`finrag token create NAME --collection C` needs a name")
+            days = args.expires_days
+            if days is not None and not (math.isfinite(days) and 0 < days <= MAX_EXPIRY_S / 86400):
+                raise TokenError(f"--expires-days {days:g}: give a finite number of days above 0 "
+                                 f"and at most {MAX_EXPIRY_S / 86400:g} (100 years), or leave it "
+                                 f"out for a token that does not expire")
             record, token = store.create(
                 args.name, args.collection or [],
-                expires_in_s=None if args.expires_days is None else args.expires_days * 86400,
+                expires_in_s=None if days is None else days * 86400,
                 ingest=args.ingest, admin=args.admin)
             _warn_empty(record.collections, args)
             if args.json:
@@ -111,14 +123,16 @@ def add_parsers(sub) -> None:
                        description="Tokens for the served API, each with a name, the "
                                    "collections it may read ('*': all), an optional expiry and "
                                    "whether it may ingest or administer. The file keeps a salted "
-                                   "scrypt digest of each, never the token, and must be readable "
-                                   "by its owner only (0600).")
+                                   "HMAC-SHA256 digest of each (scrypt for tokens made before), "
+                                   "never the token, and must be readable by its owner only "
+                                   "(0600).")
     p.add_argument("action", choices=("create", "list", "revoke"))
     p.add_argument("name", nargs="?", help="the token's name (create, revoke)")
     p.add_argument("--collection", action="append", metavar="NAME",
                    help=f"create: a collection it may read; repeatable; '{ALL}' for all")
     p.add_argument("--expires-days", type=float, default=None, metavar="N",
-                   help="create: the token stops working N days from now (default: never)")
+                   help="create: the token stops working N days from now, N finite and above "
+                        "0 (default: never)")
     p.add_argument("--ingest", action="store_true",
                    help="create: may upload and remove filings over HTTP, in its collections")
     p.add_argument("--admin", action="store_true",

@@ -171,7 +171,17 @@ def cmd_collection(args) -> int:
                 failed += 1
                 continue
             print(f"{doc_id}: {', '.join(after)}")
+        _variants_in_step(index, args.doc_ids)
     return 1 if failed else 0
+
+
+def _variants_in_step(index, doc_ids: list[str]) -> None:
+    """The variant indexes beside the index follow a removal or a change of collections."""
+    from finrag.retrieval.store.variant_indexes import in_step, variants_beside
+
+    for name, state in in_step(index, variants_beside(index.folder), doc_ids).items():
+        if state != "in step":
+            print(f"note: the {name} variant index: {state}", file=sys.stderr)
 
 
 def cmd_remove(args) -> int:
@@ -185,6 +195,7 @@ def cmd_remove(args) -> int:
                 print(f"removed {doc_id}")
             else:
                 missing.append(doc_id)
+        _variants_in_step(index, args.doc_ids)
     for doc_id in missing:
         print(f"error: no document {doc_id!r} in the index (see `finrag documents`)",
               file=sys.stderr)

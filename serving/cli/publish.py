@@ -17,18 +17,31 @@ def cmd_publish(args) -> int:
     if args.keep < 1:
         print(f"error: --keep {args.keep}: keep at least 1 version", file=sys.stderr)
         return 2
+    from finrag.retrieval.store.variant_indexes import variant_dir, variants_beside
+
     quiet = args.quiet or args.json
-    snapshot = publish(index_dir(args), args.to, keep=args.keep,
-                       progress=None if quiet else lambda m: print(m, file=sys.stderr))
+    say = None if quiet else (lambda m: print(m, file=sys.stderr))
+    # the variant indexes beside the index go with it, each to the root's own variant folder
+    # (where `finrag serve --index ROOT` finds it), so no variant is left a version behind
+    roots = {None: (index_dir(args), args.to)} | {
+        name: (folder, variant_dir(args.to, name))
+        for name, folder in variants_beside(index_dir(args)).items()}
+    published = {name: publish(source, root, keep=args.keep, progress=say)
+                  for name, (source, root) in roots.items()}
+    snapshot = published.pop(None)
     if args.json:
-        print(json.dumps(snapshot.to_dict(), indent=2))
-    elif snapshot.new:
-        print(f"published {snapshot.name} of {snapshot.source} to {args.to}: generation "
-              f"{snapshot.generation}, {snapshot.documents} documents, {snapshot.chunks} "
-              f"chunks, {snapshot.size_bytes() / 1e6:.1f} MB; CURRENT is {snapshot.name}")
-    else:
-        print(f"{snapshot.source} is unchanged since {snapshot.name} (generation "
-              f"{snapshot.generation}): nothing published; CURRENT is {snapshot.name}")
+        print(json.dumps(snapshot.to_dict() | {
+            "variants": {name: s.to_dict() for name, s in published.items()}}, indent=2))
+        return 0
+    for name, s in [(None, snapshot), *published.items()]:
+        root = roots[name][1]
+        if s.new:
+            print(f"published {s.name} of {s.source} to {root}: generation {s.generation}, "
+                  f"{s.documents} documents, {s.chunks} chunks, {s.size_bytes() / 1e6:.1f} MB; "
+                  f"CURRENT is {s.name}")
+        else:
+            print(f"{s.source} is unchanged since {s.name} of {root} (generation "
+                  f"{s.generation}): nothing published; CURRENT is {s.name}")
     return 0
 
 

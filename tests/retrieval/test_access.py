@@ -201,3 +201,30 @@ def test_a_running_pipeline_sees_a_change_of_the_index_at_once(two_collections, 
     assert new not in json.dumps(root.answer(asked, "cbr", generate=False).to_dict())
     assert root.index.vectors.size == size
     root.close()
+
+
+def test_a_filing_out_of_a_collection_or_deleted_is_out_of_every_variant(
+        two_collections_variants, tmp_path):
+    """The variant probe of benchmarks/access_probes.py in process: with V-A and V-B indexes
+    beside the index, a filing of `alpha` is taken out of it while a writer holds V-A (so V-A
+    has not caught up), published, removed, and published again; the reader who lost it asks
+    every system over the index and over the published root, and gets nothing of it. The
+    control: before, that reader read it through the variants too."""
+    import shutil
+
+    from finrag.benchmarks.access_probes import LEAVER, probe_leaving_in_process
+    from finrag.serving.cli import main
+
+    shutil.copytree(two_collections_variants, tmp_path / "copy")
+    folder = tmp_path / "copy" / "index"
+    variants = {v: folder.with_name(f"index-{v}") for v in ("meta", "llmctx")}
+
+    def finrag(*args):
+        assert main(list(args)) == 0, args
+
+    cases, control = probe_leaving_in_process(folder, variants, "tiny", tmp_path, finrag)
+    assert {"cbr_meta", "cbr_llmctx"} <= set(control)
+    assert len(cases) == 4 * 6 + 1
+    assert [(c.what, c.leaks) for c in cases if c.leaks] == []
+    with Index.open(variants["meta"]) as meta:  # what the in-step writes left on disk
+        assert meta.catalog.document(LEAVER) is None and meta.catalog.document(ALPHA[0])

@@ -128,6 +128,74 @@ def test_restated_eps_answers_with_the_latest_filing_and_keeps_the_first(pipe):
     assert "restated" in a.answer
 
 
+def _revenue(value: float, source: str, cik: str = "0000000042") -> "Fact":
+    from finrag.retrieval.facts.model import Fact
+
+    return Fact(cik=cik, concept="us-gaap:Revenues", unit="USD", start="2023-01-01",
+                end="2023-12-31", value=value, form="10-K", source=source)
+
+
+def test_facts_keep_their_source_and_a_company_keeps_its_first_record():
+    """Two filings stating the same figure are both stored (each under its own source);
+    removing one leaves the other's; a later file under the same CIK neither renames nor
+    re-calendars the company stored first."""
+    import sqlite3
+
+    from finrag.retrieval.facts.store import FactStore
+    from finrag.retrieval.routing.companies import Company
+
+    store = FactStore(sqlite3.connect(":memory:"))
+    pines = Company(key="PINES", name="Quiet Pines", cik="42", fiscal_year_end="12-31")
+    assert store.add("ixbrl:PINES_2023_10K", "a", pines, [_revenue(5.0, "ixbrl:PINES_2023_10K")]) == 1
+    assert store.add("ixbrl:PINES_2024_10K", "b", pines, [_revenue(5.0, "ixbrl:PINES_2024_10K")]) == 1
+    rows = store.lookup("0000000042", ["us-gaap:Revenues"], periods=("FY",))
+    assert sorted(r.source for r in rows) == ["ixbrl:PINES_2023_10K", "ixbrl:PINES_2024_10K"]
+    assert store.remove_sources(["ixbrl:PINES_2023_10K"]) == 1
+    [left] = store.lookup("0000000042", ["us-gaap:Revenues"], periods=("FY",))
+    assert left.source == "ixbrl:PINES_2024_10K"
+    # another name and calendar under the same CIK: the first record stands, and the new
+    # file's facts are placed on its calendar (a June year end would name this year 2024)
+    evil = Company(key="EVIL", name="Evil Holdings", cik="42", fiscal_year_end="06-30")
+    store.add("ixbrl:EVIL_2024_10K", "c", evil, [_revenue(9.0, "ixbrl:EVIL_2024_10K")])
+    [company] = store.companies()
+    assert (company.key, company.name, company.fiscal_year_end) == ("PINES", "Quiet Pines",
+                                                                    "12-31")
+    assert store.recorded_company("42") == company
+    evil_rows = [r for r in store.lookup("0000000042", ["us-gaap:Revenues"], periods=("FY",))
+                 if r.source == "ixbrl:EVIL_2024_10K"]
+    assert [(r.value, r.fiscal_year) for r in evil_rows] == [(9.0, 2023)]
+
+
+def test_a_facts_table_of_before_is_rebuilt_with_the_source_in_its_key(tmp_path):
+    import sqlite3
+
+    from finrag.retrieval.facts.store import FactStore
+    from finrag.retrieval.routing.companies import Company
+
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript("""
+        CREATE TABLE facts (id INTEGER PRIMARY KEY, cik TEXT NOT NULL, concept TEXT NOT NULL,
+            unit TEXT NOT NULL, start TEXT NOT NULL, end TEXT NOT NULL, value REAL NOT NULL,
+            decimals INTEGER, form TEXT NOT NULL, accession TEXT NOT NULL, filed TEXT NOT NULL,
+            filing_fy INTEGER, filing_fp TEXT, dimensions TEXT NOT NULL, period TEXT NOT NULL,
+            fiscal_year INTEGER, fiscal_quarter INTEGER, source TEXT NOT NULL,
+            UNIQUE (cik, concept, unit, start, end, accession, dimensions));
+        INSERT INTO facts VALUES (7, '0000000042', 'us-gaap:Revenues', 'USD', '2023-01-01',
+            '2023-12-31', 5.0, NULL, '10-K', '', '', NULL, NULL, '', 'FY', 2023, NULL,
+            'ixbrl:PINES_2023_10K');""")
+    db.commit()
+    store = FactStore(db)
+    pines = Company(key="PINES", name="Quiet Pines", cik="42", fiscal_year_end="12-31")
+    assert store.add("ixbrl:PINES_2024_10K", "b", pines, [_revenue(5.0, "ixbrl:PINES_2024_10K")]) == 1
+    assert [r[0] for r in db.execute("SELECT id FROM facts ORDER BY id")][0] == 7
+    assert db.execute("SELECT count(*) FROM facts").fetchone()[0] == 2
+    assert "facts_lookup" in {r[0] for r in db.execute(
+        "SELECT name FROM sqlite_master WHERE type='index'")}
+    assert not db.execute("SELECT 1 FROM sqlite_master WHERE name='facts_before_sources'"
+                          ).fetchone()
+
+
 def test_segment_facts_never_answer(tmp_path, embedder):
     from finrag.retrieval.facts.answer import FactsAnswerer
     from finrag.retrieval.facts.classify import classify

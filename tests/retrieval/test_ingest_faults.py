@@ -127,7 +127,9 @@ def check_integrity(folder: Path) -> dict:
     return docs
 
 
-def test_a_malformed_corpus_twice_leaves_exactly_the_good_documents(tmp_path, embedder):
+def test_a_malformed_corpus_twice_leaves_exactly_the_good_documents(tmp_path, embedder,
+                                                                    caplog):
+    caplog.set_level("WARNING", logger="finrag.ingest")
     corpus, good = build_corpus(tmp_path / "corpus")
     folder = tmp_path / "index"
     reports = []
@@ -158,7 +160,13 @@ def test_a_malformed_corpus_twice_leaves_exactly_the_good_documents(tmp_path, em
         assert "\n" not in message and "Traceback" not in message
     docs = check_integrity(folder)
     assert sorted(docs) == sorted(good)
-    with Index.open(folder) as index:  # each misnamed file read as what it holds
+    # each misnamed file read as what it holds, with a warning naming both kinds
+    warned = {Path(r.args[0]).name: r.getMessage() for r in caplog.records
+              if "but its bytes are" in r.getMessage()}
+    assert "named as html (.htm) but its bytes are pdf" in warned["INDIA_2022_10K.htm"]
+    assert "named as pdf (.pdf) but its bytes are html" in warned["JULIET_2023_10K.pdf"]
+    assert set(warned) == {"INDIA_2022_10K.htm", "JULIET_2023_10K.pdf"}
+    with Index.open(folder) as index:
         pages = dict(index.catalog.pages("INDIA_2022_10K"))
         assert len(pages) == 6 and "India Textiles page 1" in pages[1]
         assert "Juliet Optics segment 39" in " ".join(
@@ -167,6 +175,36 @@ def test_a_malformed_corpus_twice_leaves_exactly_the_good_documents(tmp_path, em
     nvidia_facts = db.execute("SELECT count(*) FROM facts WHERE cik='0001045810'").fetchone()[0]
     db.close()
     assert nvidia_facts == 0, "a posing filing stored facts under another company's CIK"
+
+
+def test_a_parse_in_a_child_process_is_the_same_and_bounded(tmp_path):
+    """``prepare_apart`` gives what ``prepare_document`` gives; a parse past its time or
+    memory limit is a DocumentError, and no child is left behind."""
+    import multiprocessing
+    from functools import partial
+
+    from finrag.retrieval.documents import DocumentError, DocumentMeta
+    from finrag.retrieval.indexer import (DocumentJob, ParseOptions, prepare_apart,
+                                          prepare_document)
+    from finrag.retrieval.ingest.limits import DEFAULT_LIMITS
+    from finrag.retrieval.routing.companies import CompanyTable
+
+    path = tmp_path / "ALPHA_2022_10K.pdf"
+    path.write_bytes(pdf_bytes("Alpha Widgets", pages=40))
+    job = DocumentJob(path, "sha", DocumentMeta(doc_id="ALPHA_2022_10K", company="Alpha",
+                                                doc_type="10-K"), hints_override=True)
+    options = ParseOptions(chunk_size=2500, chunk_overlap=1250, tables=True,
+                           accept_repaired=False, limits=DEFAULT_LIMITS, collections=("a",),
+                           companies=CompanyTable.load())
+    here, apart = prepare_document(job, options), prepare_apart(job, options, max_seconds=60)
+    assert apart.chunks == here.chunks and apart.parsed.pages == here.parsed.pages
+    assert apart.meta == here.meta and len(here.chunks) > 10
+    for limits, reason in ((dict(max_seconds=0.001), "took over 0.001 s"),
+                           (dict(max_seconds=60, max_memory=2**20), "")):
+        with pytest.raises(DocumentError, match=reason) as err:
+            partial(prepare_apart, **limits)(job, options)
+        assert str(err.value).startswith(str(path))
+    assert not [p for p in multiprocessing.active_children() if p.name == "finrag-parse"]
 
 
 def test_the_next_file_is_parsed_while_one_is_embedded(tmp_path, embedder, monkeypatch):

@@ -4,7 +4,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from finrag.retrieval.routing.companies import Company, CompanyTable, normalize_name
+from finrag.retrieval.routing.companies import (Company, CompanyConflict, CompanyTable,
+                                                normalize_name)
 from finrag.retrieval.documents import DOC_TYPES, DocumentMeta
 from finrag.retrieval.ingest.metadata import (
     fiscal_year_for,
@@ -160,6 +161,60 @@ def test_add_learned_at_ingest_and_yaml_round_trip(table):
     reloaded = CompanyTable(yaml.safe_load(table.to_yaml())["companies"])
     assert [c.to_dict() for c in reloaded.all()] == [c.to_dict() for c in table.all()]
     assert reloaded.by_key("ACME_WIDGETS") == table.by_key("ACME_WIDGETS")
+
+
+def test_a_staged_table_fills_what_is_empty_and_refuses_what_differs(table):
+    table.add(name="Quiet Pines Corp")  # no ticker, calendar or CIK yet
+    before = [c.to_dict() for c in table.all()]
+    staged = table.staged()
+    for claim in [dict(key="APPLE", fiscal_year_end="01-31"),  # re-calendar
+                  dict(key="APPLE", tickers=["ZZZQ"]),  # another ticker
+                  dict(key="APPLE", cik="1"),  # another CIK
+                  dict(key="APPLE", name="Evil Holdings"),  # rename
+                  dict(key="APPLE", aliases=["Evil Holdings"]),
+                  dict(name="Evil Holdings", ticker="AAPL"),  # a new company, Apple's ticker
+                  dict(name="Evil Holdings", aliases=["Apple Computer"]),  # ... Apple's name
+                  dict(name="Evil Holdings", cik="320193")]:  # ... Apple's CIK
+        with pytest.raises(CompanyConflict) as err:
+            staged.add(**claim)
+        assert "Apple" not in str(err.value).replace("Apple Computer", ""), err.value
+    assert staged.by_ticker("AAPL").to_dict() == table.by_ticker("AAPL").to_dict()
+    # what a settled company leaves empty is filled; a new company is learned; both only in
+    # the staged copy until it is adopted
+    staged.add(key="QUIET_PINES_CORP", ticker="QPC", fiscal_year_end="06-30", cik="42")
+    staged.add(name="Nowhere Widgets", ticker="NWW", aliases=["Nowhere"])
+    staged.add(key="APPLE", fiscal_year_end="09-27", tickers=["AAPL"])  # what it says already
+    assert [c.to_dict() for c in table.all()] == before
+    assert table.by_ticker("QPC") is None and table.by_name("Nowhere") is None
+    assert sorted(c.key for c in table.adopt(staged)) == ["NOWHERE_WIDGETS", "QUIET_PINES_CORP"]
+    pines = table.by_ticker("QPC")
+    assert (pines.name, pines.fiscal_year_end, pines.cik) == ("Quiet Pines Corp", "06-30",
+                                                             "0000000042")
+    assert table.by_name("Nowhere").key == "NOWHERE_WIDGETS"
+    assert table.by_key("APPLE").to_dict() == Company(**next(
+        c for c in before if c["key"] == "APPLE")).to_dict()
+
+
+def test_a_sidecar_cannot_change_a_company_of_a_staged_table(tmp_path, table):
+    """An uploaded sidecar naming another company's ticker with another name, or the company
+    with another calendar, is refused before the table learns anything."""
+    staged = table.staged()
+    for line in [{"company": "Evil Holdings", "ticker": "AAPL"},
+                 {"company": "Apple", "fiscal_year_end": "01-31"},
+                 {"company": "Apple", "aliases": ["Evil Holdings"]}]:
+        path = tmp_path / "meta.jsonl"
+        path.write_text(json.dumps({"doc_id": "X_2024_10K", "doc_type": "10-K", **line}))
+        with pytest.raises(CompanyConflict, match="entry|line"):
+            load_sidecar(path, staged)
+    assert staged.by_name("Evil Holdings") is None
+    assert staged.by_key("APPLE").to_dict() == table.by_key("APPLE").to_dict()
+    # agreeing with the table, or naming a company it does not know, is fine
+    path.write_text(json.dumps({"doc_id": "X_2024_10K", "doc_type": "10-K", "company": "Apple",
+                                "ticker": "AAPL", "fiscal_year_end": "09-27"}) + "\n" +
+                    json.dumps({"doc_id": "Y_2024_10K", "doc_type": "10-K",
+                                "company": "Nowhere Widgets", "ticker": "NWW"}))
+    found = load_sidecar(path, staged)
+    assert found["X_2024_10K"].company == "Apple" and found["Y_2024_10K"].ticker == "NWW"
 
 
 # --- fiscal years --------------------------------------------------------------------------

@@ -154,7 +154,7 @@ def test_a_stand_in_missing_a_method_is_caught():
 
     problems = signature_problems(CatalogReader, OldRemoteCatalog)
     assert "OldRemoteCatalog has no method page_chunks" in problems
-    assert len(problems) == 5  # page_chunks, readable, tables, table_rows, vectors
+    assert len(problems) == 6  # page_chunks, readable, fingerprints, tables, table_rows, vectors
 
 
 # the Pipeline through its Protocols alone ---------------------------------------------------

@@ -278,3 +278,29 @@ def test_the_publish_commands(two_collections, tmp_path, capsys):
     assert "v000001" in captured.out and "CURRENT" in captured.out
     assert "catalog.sqlite does not match" in captured.err
     assert main(["snapshots", "--to", str(tmp_path / "nowhere")]) == 2
+
+
+def test_a_root_made_anew_under_the_same_version_is_opened_afresh(source, tmp_path):
+    """A version is known by its manifest's digest: a publish root deleted and published again
+    from other contents (its v000001 another index's) is served anew, by a reader that follows
+    it and from a local copy of the old one."""
+    from finrag.retrieval.indexer import remove_document
+
+    root, cache = tmp_path / "published", tmp_path / "local"
+    publish(source, root)
+    reader = PublishedIndex.open(root, lambda folder: Index.open(folder, immutable=True),
+                                 local_copy=cache)
+    reader.recheck_s = 0
+    first = reader.generation()
+    assert {d.doc_id for d in reader.documents()} == set(ALPHA + BETA)
+    with Index.open(source, readonly=False) as index:
+        remove_document(index, BETA[0])
+    shutil.rmtree(root)
+    assert publish(source, root).name == "v000001"
+    assert reader.refresh() and reader.snapshot.name == "v000001"
+    assert {d.doc_id for d in reader.documents()} == set(ALPHA + BETA) - {BETA[0]}
+    assert reader.generation() > first
+    assert not reader.refresh()  # nothing new since
+    reader.close()
+    with open_snapshot(root, local_copy=cache) as copy:  # the copy made of the old v000001
+        assert {d.doc_id for d in copy.documents()} == set(ALPHA + BETA) - {BETA[0]}

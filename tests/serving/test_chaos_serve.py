@@ -76,7 +76,7 @@ def test_a_hung_replica_gives_504_and_healthz_names_it(served, questions):
     os.kill(pids[0], signal.SIGSTOP)
     try:
         t0 = time.monotonic()
-        code, health = get_json(served["url"] + "/healthz", timeout=60)
+        code, health = get_json(served["url"] + "/healthz", timeout=60, token=TOKEN)
         assert code == 503 and "Retriever did not answer within" in health["error"], health
         assert time.monotonic() - t0 < HEALTH_TIMEOUT_S + 10
         assert "Traceback" not in health["error"]

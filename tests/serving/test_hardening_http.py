@@ -17,10 +17,12 @@ import urllib.request
 import pytest
 
 from finrag.serving.server import get_json
+from finrag.serving.tokens import TokenStore
 from tests.served_app import serve_app
 
 TOKEN = "hardening-token-7f3a9c"
 BODY_TIMEOUT_S = 2.0
+UPLOAD_TIMEOUT_S = 20.0
 RETRY_AFTER_S = 3
 
 
@@ -35,11 +37,16 @@ EVERY_CATALOG_STAGE = {"statement_pages": 1, "table_records": 3, "k_reciprocal":
 def served(demo_index, tmp_path_factory):
     work = tmp_path_factory.mktemp("hardening")
     shutil.copytree(demo_index, work / "index")
+    # a scoped token that reads everything and may not write; the audit log is beside it
+    reader = TokenStore(work / "tokens.json").create("reader", ["*"])[1]
     with serve_app(work, work / "index", token=TOKEN, pipeline=EVERY_CATALOG_STAGE,
+                   auth={"tokens_file": str(work / "tokens.json")},
                    limits={"max_in_flight": 1, "deadline_s": 120, "retry_after_s": RETRY_AFTER_S,
-                           "body_timeout_s": BODY_TIMEOUT_S}) as app:
+                           "body_timeout_s": BODY_TIMEOUT_S, "max_writes": 1,
+                           "upload_timeout_s": UPLOAD_TIMEOUT_S}) as app:
         host, port = app["url"].removeprefix("http://").split(":")
         app["addr"] = (host, int(port))
+        app["reader"], app["audit"] = reader, work / "audit.jsonl"
         yield app
 
 
@@ -242,7 +249,7 @@ def test_a_stream_closed_early_frees_its_slot(served):
         assert s.recv(64).startswith(b"HTTP/1.1 200")
     deadline = time.monotonic() + 150  # the answer is given up or ends; the slot comes back
     while True:
-        code, health = get_json(served["url"] + "/healthz", timeout=30)
+        code, health = get_json(served["url"] + "/healthz", timeout=30, token=TOKEN)
         if code == 200 and health["answers_in_flight"] == 0:
             break
         assert time.monotonic() < deadline, health
@@ -250,6 +257,10 @@ def test_a_stream_closed_early_frees_its_slot(served):
     status, _, reply = post(served["addr"], json.dumps({"question": "revenue?",
                                                         "generate": False}).encode())
     assert status == 200, reply[:300]
+    # the stream cut short left one audit line saying so, the answer after it one of its own
+    answers = [e for e in audit_lines(served) if e["path"] == "/v1/answer"]
+    assert [(e["status"], e.get("ended")) for e in answers[-2:]] == [(499, "client_closed"),
+                                                                    (200, None)], answers[-3:]
 
 
 def test_a_burst_gets_503_with_retry_after_and_every_request_a_reply(served):
@@ -328,6 +339,169 @@ def test_a_good_request_id_is_kept(served):
             b"x-request-id: trace-42.abc\r\n")
     status, headers, _ = raw_request(served["addr"], head)
     assert status == 200 and headers["x-request-id"] == "trace-42.abc"
+
+
+def audit_lines(served) -> list[dict]:
+    return [json.loads(line) for line in served["audit"].read_text().splitlines()]
+
+
+def new_audit_lines(served, before: int, path: str, wait_s: float = 10) -> list[dict]:
+    """The audit lines of ``path`` written since there were ``before`` lines in all (the line
+    of a request may land just after its reply; a second line would show after that)."""
+    deadline = time.monotonic() + wait_s
+    while len(audit_lines(served)) <= before and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(0.5)
+    return [e for e in audit_lines(served)[before:] if e["path"] == path]
+
+
+def test_every_answer_request_gets_one_audit_line_whatever_its_end(served):
+    question = json.dumps({"question": "What was the revenue?", "generate": False}).encode()
+    cases = [(question, 200), (json.dumps({"question": "revenue\x00?"}).encode(), 422),
+             (b'{"question": 5}', 422), (b'{"question": "' + b"x" * 20_000 + b'"}', 413)]
+    for body, expected in cases:
+        before = len(audit_lines(served))
+        status, _, reply = post(served["addr"], body)
+        assert status == expected, reply[:300]
+        lines = new_audit_lines(served, before, "/v1/answer")
+        assert [(e["status"], e["token"]) for e in lines] == [(expected, "api-token")], lines
+    assert lines[0]["collections"] is None
+    before = len(audit_lines(served))
+    chat = {"model": "finrag-nope", "messages": [{"role": "user", "content": "revenue?"}]}
+    status, _, _ = raw_request(served["addr"], (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+        b"Authorization: Bearer " + served["reader"].encode() + b"\r\n"
+        b"Content-Type: application/json\r\nContent-Length: "
+        + str(len(json.dumps(chat))).encode() + b"\r\n"), json.dumps(chat).encode())
+    lines = new_audit_lines(served, before, "/v1/chat/completions")
+    assert status == 404 and [(e["status"], e["token"]) for e in lines] == [(404, "reader")]
+
+
+def write_head(method: bytes, path: bytes, token: str, length: int) -> bytes:
+    return (method + b" " + path + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            b"Authorization: Bearer " + token.encode() + b"\r\n"
+            b"Content-Type: application/json\r\nContent-Length: " + str(length).encode()
+            + b"\r\n")
+
+
+def test_a_write_without_the_right_is_refused_before_its_body(served):
+    """A read-only token announcing an 80 MB upload and sending next to nothing gets 403 at
+    once: the upload's body size and time are for tokens that may write."""
+    for method, path in [(b"POST", b"/v1/documents"), (b"DELETE", b"/v1/documents/DOC_X"),
+                         (b"PUT", b"/v1/documents/DOC_X/collections")]:
+        t0 = time.monotonic()
+        status, _, reply = raw_request(served["addr"], write_head(
+            method, path, served["reader"], 80 * 2**20), b'{"filename": "', timeout=60)
+        assert status == 403, (method, status, reply[:300])
+        assert "right" in assert_clean_4xx(status, reply)["error"]
+        assert time.monotonic() - t0 < BODY_TIMEOUT_S, method
+
+
+def test_writes_at_once_are_bounded(served):
+    """max_writes is 1: an upload whose body is still coming holds the one slot, so another
+    write gets 503 with Retry-After at once; the slot comes back when that client goes."""
+    slow = socket.create_connection(served["addr"], timeout=60)
+    try:
+        slow.sendall(write_head(b"POST", b"/v1/documents", TOKEN, 10_000) + b"\r\n{")
+        time.sleep(1.0)  # the Ingress has the head and waits for the body
+        t0 = time.monotonic()
+        status, headers, reply = raw_request(served["addr"], write_head(
+            b"DELETE", b"/v1/documents/NO_SUCH_FILING", TOKEN, 0))
+        assert status == 503 and headers["retry-after"] == str(RETRY_AFTER_S), reply[:300]
+        assert time.monotonic() - t0 < BODY_TIMEOUT_S
+    finally:
+        slow.close()
+    deadline = time.monotonic() + UPLOAD_TIMEOUT_S + 10
+    while True:
+        status, _, reply = raw_request(served["addr"], write_head(
+            b"DELETE", b"/v1/documents/NO_SUCH_FILING", TOKEN, 0))
+        if status != 503:
+            break
+        assert time.monotonic() < deadline, "the write slot never came back"
+        time.sleep(0.5)
+    assert status == 404, reply[:300]
+
+
+def test_out_of_range_numbers_get_422(served):
+    url = served["url"] + "/v1/documents/LUMENFIELD_2023_10K/pages/"
+    for tail in ("1?chunk=99999999999999999999", "1?chunk=-1", "0", "99999999999999999999",
+                 "1?chunk=9223372036854775808"):
+        code, reply = get_json(url + tail, token=TOKEN, timeout=60)
+        assert code == 422 and reply["kind"] == "bad_request", (tail, code, reply)
+    code, reply = get_json(url + "1?chunk=9223372036854775807", token=TOKEN, timeout=60)
+    assert code == 404, reply  # in range: no such passage
+
+
+def test_bodies_outside_v1_are_refused_unread(served):
+    """30 POSTs to /metrics announcing a body they never send each get 405 at once (not the
+    body timeout's 408), and /v1/answer answers meanwhile."""
+    head = (b"POST /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+            b"Content-Type: application/json\r\nContent-Length: 1000000\r\n")
+    results: list = []
+
+    def slow():
+        t0 = time.monotonic()
+        status, headers, _ = raw_request(served["addr"], head, b"{", timeout=60)
+        results.append((status, headers.get("allow"), time.monotonic() - t0))
+
+    threads = [threading.Thread(target=slow) for _ in range(30)]
+    for t in threads:
+        t.start()
+    status, _, reply = post(served["addr"], json.dumps({"question": "revenue?",
+                                                        "generate": False}).encode())
+    for t in threads:
+        t.join(60)
+    assert status == 200, reply[:300]
+    assert len(results) == 30 and {(s, a) for s, a, _ in results} == {(405, "GET")}, results
+    assert max(t for _, _, t in results) < BODY_TIMEOUT_S, results
+    for head, expected in [(b"PUT /healthz", 405), (b"POST /nowhere", 404), (b"POST /", 405)]:
+        t0 = time.monotonic()
+        status, _, _ = raw_request(served["addr"], head + b" HTTP/1.1\r\nHost: x\r\n"
+                                   b"Connection: close\r\nContent-Length: 5000\r\n", b"{")
+        assert status == expected and time.monotonic() - t0 < BODY_TIMEOUT_S, head
+
+
+def test_health_is_shallow_without_a_token(served):
+    code, health = get_json(served["url"] + "/healthz", timeout=30)
+    assert code == 200 and health == {"status": "ok"}
+    for token in (TOKEN, served["reader"]):  # both read every collection
+        code, health = get_json(served["url"] + "/healthz", timeout=30, token=token)
+        assert code == 200 and health["documents"] == 14 and "hdrr" in health["systems"]
+        assert health["max_in_flight"] == 1
+    code, _ = get_json(served["url"] + "/healthz", timeout=30, token="wrong-token-1234567")
+    assert code == 401
+
+
+def test_every_reply_sets_a_content_security_policy_and_no_framing(served):
+    import base64
+    import hashlib
+
+    page = urllib.request.urlopen(served["url"] + "/", timeout=30)
+    text = page.read().decode()
+    script = re.search(r"<script>(.*?)</script>", text, re.DOTALL)[1]
+    digest = base64.b64encode(hashlib.sha256(script.encode()).digest()).decode()
+    policy = page.headers["Content-Security-Policy"]
+    assert "default-src 'self'" in policy and "frame-ancestors 'none'" in policy
+    assert f"script-src 'sha256-{digest}';" in policy and "unsafe-inline" not in policy
+    assert not re.search(r"<script[^>]*\ssrc=", text)
+    for url in ("/", "/healthz", "/v1/documents"):  # the last one a 401
+        status, headers, _ = raw_request(served["addr"], b"GET " + url.encode()
+                                         + b" HTTP/1.1\r\nHost: x\r\nConnection: close\r\n")
+        assert status == (401 if url.startswith("/v1") else 200)
+        assert headers["content-security-policy"] == policy
+        assert (headers["x-frame-options"], headers["x-content-type-options"],
+                headers["referrer-policy"]) == ("DENY", "nosniff", "no-referrer"), url
+
+
+def test_the_api_docs_load_nothing_from_elsewhere(served):
+    page = urllib.request.urlopen(served["url"] + "/docs", timeout=30)
+    text = page.read().decode()
+    assert page.headers["Content-Type"].startswith("text/html")
+    assert "/v1/answer" in text and "/openapi.json" in text
+    assert not re.search(r"<script|<link|https?://", text), text[:500]
+    status, _, _ = raw_request(served["addr"], b"GET /redoc HTTP/1.1\r\nHost: x\r\n"
+                                               b"Connection: close\r\n")
+    assert status == 404
 
 
 def test_health_is_clean_and_no_request_got_a_500(served):

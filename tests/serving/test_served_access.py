@@ -27,9 +27,12 @@ PROBES = ["What was Lumenfield Software's total revenue in 2024?",
 
 
 @pytest.fixture(scope="module")
-def served(two_collections, tmp_path_factory):
+def served(two_collections, two_collections_variants, tmp_path_factory):
+    """The app on a copy of the two-collection index with its V-A and V-B variants beside it
+    (the Retriever serves them)."""
     work = tmp_path_factory.mktemp("served-access")
-    shutil.copytree(two_collections, work / "index")
+    for name in ("index", "index-meta", "index-llmctx"):
+        shutil.copytree(two_collections_variants / name, work / name)
     store = TokenStore(work / "tokens.json")
     tokens = {"alpha": store.create("desk-alpha", ["alpha"])[1],
               "beta": store.create("desk-beta", ["beta"])[1],
@@ -40,7 +43,7 @@ def served(two_collections, tmp_path_factory):
     with serve_app(work, work / "index", token=LEGACY,
                    auth={"tokens_file": str(work / "tokens.json")},
                    limits={"deadline_s": 300}) as app:
-        app["tokens"] = tokens
+        app["tokens"], app["index"] = tokens, work / "index"
         app["secrets"] = secrets_of(two_collections, BETA, ALPHA)
         yield app
 
@@ -81,8 +84,8 @@ def test_each_token_reads_its_own_and_the_single_token_everything(served):
     status, answer = post_json(url + "/v1/answer", {"question": PROBES[0], "generate": False},
                                token=served["tokens"]["beta"])
     assert status == 200 and answer["routing"]["doc_ids"] == [BETA[0]]
-    status, health = get_json(url + "/healthz")  # open: no count of the documents
-    assert status == 200 and health["documents"] is None
+    status, health = get_json(url + "/healthz")  # open: ready or not, nothing more
+    assert status == 200 and health == {"status": "ok"}
 
 
 def test_revoked_expired_wrong_and_malformed_tokens_get_401(served):
@@ -165,7 +168,8 @@ def test_writes_over_http_need_the_right_and_take_effect_at_once(served, demo_co
     assert gone[0][0] == gone[1][0] == 404
     assert gone[0][1].replace(BETA[0], "X") == gone[1][1].replace("NO_SUCH_2024_10K", "X")
     status, body = request(url + f"/v1/documents/{new}", tokens["uploader"], method="DELETE")
-    assert status == 200 and json.loads(body) == {"doc_id": new, "removed": True}
+    assert status == 200 and json.loads(body) == {
+        "doc_id": new, "removed": True, "variants": {"meta": "in step", "llmctx": "in step"}}
     status, body = request(url + "/v1/answer", tokens["alpha"], asked)
     assert status == 200 and new not in body
     # the operator moves an alpha filing to beta: alpha's readers lose it at once
@@ -179,3 +183,30 @@ def test_writes_over_http_need_the_right_and_take_effect_at_once(served, demo_co
               if e["path"] in ("ingest", "remove", "collections")]
     assert ("up-alpha", "ingest", 201) in writes and ("desk-alpha", "ingest", 403) in writes
     assert ("up-alpha", "remove", 200) in writes and ("api-token", "collections", 200) in writes
+
+
+def test_a_filing_out_of_a_collection_or_deleted_is_out_of_every_variant(served,
+                                                                         two_collections):
+    """Runs after the writes above, which moved LEAVER from `alpha` to `beta`. Beta's reader
+    reads it through the V-A and V-B variants (the control); the operator moves it back to
+    `alpha` over HTTP and beta's reader asks every system about it, then deletes it and
+    alpha's reader asks every system: nothing of it in any reply, and the variants on disk
+    drop it with the index."""
+    from finrag.benchmarks.access_probes import (LEAVER, LEAVER_QUESTION, VARIANT_SYSTEMS,
+                                                 asked_over_http, probe_leaving_http)
+    from finrag.retrieval.store.index import Index
+
+    url, tokens = served["url"], served["tokens"]
+    ask = asked_over_http(url, tokens["beta"])
+    for system in ("cbr_meta", "cbr_llmctx"):
+        status, body = ask(LEAVER_QUESTION, system)
+        assert status == 200 and LEAVER in body, (system, body[:300])
+    secrets = {"beta": secrets_of(two_collections, [LEAVER], BETA),
+               "alpha": secrets_of(two_collections, [LEAVER], [ALPHA[0]])}
+    cases = probe_leaving_http(url, LEGACY, {"alpha": tokens["alpha"], "beta": tokens["beta"]},
+                               secrets, holder="beta", other="alpha")
+    assert len(cases) == 2 + 2 * len(VARIANT_SYSTEMS)
+    assert [(c.what, c.status, c.leaks) for c in cases if not c.ok] == []
+    for variant in ("meta", "llmctx"):
+        with Index.open(served["index"].with_name(f"index-{variant}")) as index:
+            assert index.catalog.document(LEAVER) is None

@@ -107,7 +107,7 @@ def test_bad_input_gets_a_4xx_that_says_why(served, body, raw, status, words):
 def test_openapi_and_health(served):
     code, spec = get_json(served["url"] + "/openapi.json")
     assert code == 200 and "/v1/answer" in spec["paths"] and "/healthz" in spec["paths"]
-    code, health = get_json(served["url"] + "/healthz")
+    code, health = get_json(served["url"] + "/healthz", token=TOKEN)
     assert code == 200 and health["documents"] == 14 and health["max_in_flight"] == 1
 
 
