@@ -391,13 +391,18 @@ def probe_identity_and_tokens(url: str, tokens: dict[str, str], bearer_file: Pat
     status, reply, _ = raw(url, "GET", path, twice)
     cases.append(Case("identity", "two X-Forwarded-User headers (a client's, then the "
                                   "proxy's)", 401, status, _leaks(reply, BETA)))
-    for groups, want in (('"CN=Desk Alpha,OU=Groups,DC=bank,DC=com"', ALPHA),
-                         ('Beta Readers, "CN=Desk Alpha,OU=Groups,DC=bank,DC=com"',
-                          sorted(ALPHA + BETA))):
+    # what each collection's token lists now (earlier probes moved and uploaded filings)
+    alpha = _listed(request(docs, tokens["reader"])[1]) or []
+    beta = _listed(request(docs, tokens["beta"])[1]) or []
+    for groups, want, names in (
+            ('"CN=Desk Alpha,OU=Groups,DC=bank,DC=com"', alpha, "alpha's"),
+            ('Beta Readers, "CN=Desk Alpha,OU=Groups,DC=bank,DC=com"', sorted(alpha + beta),
+             "alpha's and beta's")):
         status, reply, _ = raw(url, "GET", path, _proxied("ana", groups))
         listed = _listed(reply)
-        cases.append(Case("identity", f"groups {groups}: reads exactly {', '.join(want)}", 200,
-                          status, [] if listed == sorted(want) else [f"listed {listed}"]))
+        cases.append(Case("identity", f"groups {groups}: lists exactly {names} filings "
+                                      f"({len(want)})", 200, status,
+                          [] if want and listed == sorted(want) else [f"listed {listed}"]))
     status, reply, _ = raw(url, "GET", path, _proxied("ana", '"CN=Desk Alpha'))
     cases.append(Case("identity", "a groups header with an unclosed quote", 401, status, []))
 
@@ -855,7 +860,18 @@ def main(argv: list[str] | None = None) -> int:
             f"`beta`; {result['secrets']} strings of beta (its doc ids and every page line of "
             f"40+ characters that alpha's filings do not hold) must appear in no reply.", "",
         f"**{len(cases)} cases, {leaks} with a leak, {unexpected} with an unexpected status.**",
-        ""])
+        "", f"`variants`: V-A (`cbr_meta`) and V-B (`cbr_llmctx`, contexts by the profile's "
+            f"generator from short prompts over 5,000-character chunks) beside the index. "
+            f"{LEAVER} leaves `alpha` while a writer holds V-A (so V-A has not caught up), is "
+            f"published, removed and published again (in process), then, served, is moved "
+            f"by `PUT .../collections` and deleted; after each, the reader who lost it asks "
+            f"every system about it. `identity`, `token`, `writes`, `pages`, `uploads` and "
+            f"`open paths`: one case per hole of the access review, on the same served app "
+            f"(scoped tokens, an all-collections bearer token read from a file, and an "
+            f"identity proxy's headers). Not probed over HTTP here (a second app on this "
+            f"profile would be needed, or a fault): a service with no token reached through "
+            f"a proxy, a write past its deadline, a router error's text; the tests check "
+            f"those.", ""])
     lines += ["| surface | cases | leaks | unexpected status |", "|---|---|---|---|"]
     for surface in dict.fromkeys(c["surface"] for c in cases):
         mine = [c for c in cases if c["surface"] == surface]

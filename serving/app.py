@@ -789,7 +789,9 @@ class Ingress:
 
 
 def _serve_host() -> str | None:
-    """The address Serve's proxies listen on, when Serve is running (None: unknown)."""
+    """The address Serve's proxies listen on, when Serve is running (None: no Ray, nothing
+    served yet). One that cannot be read is not taken for loopback: a service whose address
+    is unknown needs a token as one listening beyond this machine does."""
     import ray
 
     if not ray.is_initialized():
@@ -799,7 +801,7 @@ def _serve_host() -> str | None:
 
         return _get_global_client().http_config.host
     except Exception:
-        return None
+        return "an address Serve did not say"
 
 
 def build_app(args: dict | AppConfig | None = None):

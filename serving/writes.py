@@ -210,10 +210,12 @@ class IndexWriter:
         from finrag.retrieval.indexer import (DEFAULT_PARSE_MEMORY, Ingestor, prepare_apart,
                                               remove_document)
         from finrag.retrieval.routing.companies import CompanyConflict
+        from finrag.retrieval.routing.mentions import CompanyDictionary
 
         with self._writing() as index:  # the checks, before any work
             known = index.catalog.document_by_sha(sha)
             same_id = index.catalog.document(doc_id)
+            indexed = index.catalog.documents()
             for doc in (known, same_id):
                 if doc is not None and not (grant.collections is None or
                                             grant.collections.intersection(doc.collections)):
@@ -243,8 +245,9 @@ class IndexWriter:
             sidecar.write_text(json.dumps([{**upload.metadata, "doc_id": doc_id,
                                             "collections": collections}]))
         started = time.perf_counter()
-        # what the upload teaches the company table is learned aside, and kept once it is in
-        companies = self.companies.staged()
+        # what the upload teaches the company table is learned aside, and kept once it is in;
+        # the companies of the filings indexed are settled too, as the router reads them
+        companies = CompanyDictionary(self.companies, indexed).table.staged()
         try:
             ingestor = Ingestor(self.index_dir, self.embedder, metadata=sidecar,
                                 companies=companies, collections=collections,

@@ -195,6 +195,21 @@ def test_a_refused_upload_changes_no_company_and_no_facts(writer, demo_corpus):
     assert _facts_rows(writer, cik) == facts_before
 
 
+def test_an_indexed_filings_company_is_settled_for_uploads(writer, demo_corpus):
+    """The company table of a served writer knows only its YAML; the filings indexed name
+    companies too (as the router reads them): an upload may not take one's ticker or name
+    under another name, whichever collection holds it, and is refused before it is read."""
+    documents = _documents(writer)
+    for claim in [{"company": "Evil Holdings", "ticker": "BQRY"},  # alpha's Brightquarry
+                  {"company": "Evil Holdings", "ticker": "LMFD"},  # beta's Lumenfield
+                  {"company": "Evil Holdings", "aliases": ["Quillon Pump & Valve Company"]}]:
+        message = _refused(409, "conflict", lambda: writer.ingest(INGEST_ALPHA, _upload(
+            demo_corpus, metadata={**claim, "doc_type": "10-K", "fiscal_year": 2023})))
+        assert "Brightquarry" not in message and "Lumenfield" not in message, message
+    assert writer.companies.by_name("Evil Holdings") is None
+    assert _documents(writer) == documents
+
+
 def test_html_bytes_named_pdf_are_refused_naming_both(writer):
     html = ("<html><body>" + "".join(f"<p>Juliet Optics segment {i} revenue grew.</p>"
                                      for i in range(40)) + "</body></html>").encode()
