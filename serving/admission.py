@@ -330,6 +330,10 @@ class Gate:
                                              f"{timeout:g} s") from None
         except ClientDisconnect:
             raise ApiError(400, "bad_request", "the client closed the request early") from None
+        except Exception as exc:  # Serve's proxy lost the request while its body was coming
+            # (a client gone before the replica read it): the body never arrived, logged
+            raise ApiError(400, "bad_request", f"the request body could not be read "
+                                               f"({incident(exc)})") from None
         if len(body) != int(length):
             raise ApiError(400, "bad_request", "the body is not as long as its Content-Length")
         return grant

@@ -29,8 +29,11 @@ def served(demo_index, tmp_path_factory):
     work = tmp_path_factory.mktemp("chaos")
     shutil.copytree(demo_index, work / "index")
     with serve_app(work, work / "index", token=TOKEN,
+                   # every /healthz probes afresh: a kept result would hide a replica hung
+                   # a moment ago for up to health_cache_s
                    limits={"max_in_flight": 2, "deadline_s": DEADLINE_S,
-                           "health_timeout_s": HEALTH_TIMEOUT_S, "retry_after_s": 2}) as app:
+                           "health_timeout_s": HEALTH_TIMEOUT_S, "retry_after_s": 2,
+                           "health_cache_s": 0}) as app:
         yield app
 
 
