@@ -12,7 +12,7 @@ TORCH_INDEX := $(if $(TORCH_INDEX_URL),--extra-index-url $(TORCH_INDEX_URL),)
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test install weights-large vllm-venv bench-ingest clean
+.PHONY: demo test test-fast install weights-large vllm-venv bench-ingest clean
 
 install: $(STAMP)
 
@@ -55,6 +55,11 @@ test: $(STAMP)
 	bash deploy/setup-browser.sh || echo "note: no Chromium; the web page's browser test skips"
 	bash deploy/setup-kuberay-crd.sh >/dev/null || echo "note: no KubeRay CRD; the KubeRay schema tests skip"
 	$(BIN)/python -m pytest -q
+
+# the inner loop (under 3 minutes): every test that needs no LLM, no Ray, no served app and no
+# vLLM; those are marked `slow` and, run here unmarked, fail naming what they started
+test-fast: $(STAMP)
+	FINRAG_TEST_FAST=1 $(BIN)/python -m pytest -q -m "not slow"
 
 bench-ingest: $(STAMP)
 	$(BIN)/python -m finrag.benchmarks.ingest_search

@@ -1,4 +1,6 @@
+import functools
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -12,11 +14,53 @@ SHARED = REPO.parent / "shared"
 FINANCEBENCH = SHARED / "data" / "financebench"
 
 
+# Under CI (`CI` set, as `.ci/run` sets it) a test whose prerequisite is absent fails naming it:
+# a CI without the browser, the vLLM venv or the shared data must not pass by skipping.
+# Elsewhere it skips and says why.
+IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+
+
+def missing(what: str, *, require_env: str | None = None, module: bool = False,
+            required_in_ci: bool = True) -> None:
+    """A prerequisite is absent: fail under CI (or when ``require_env`` is set to 1), else skip;
+    ``what`` names the missing thing and how to get it. ``module``: called at a test module's
+    top level (the whole module fails or skips). ``required_in_ci=False``: for what CI cannot
+    fetch (it skips there too, unless ``require_env`` asks)."""
+    if (IN_CI and required_in_ci) or (require_env and os.environ.get(require_env) == "1"):
+        pytest.fail(f"missing prerequisite: {what}", pytrace=False)
+    pytest.skip(f"missing prerequisite: {what}", allow_module_level=module)
+
+
 def need_shared(path: Path = SHARED) -> Path:
-    """Skip (saying why) only when the shared data is absent."""
+    """``path`` under ../shared, or `missing` (a skip outside CI) when it is absent."""
     if not path.exists():
-        pytest.skip(f"shared data not found: {path}")
+        shown = path.relative_to(REPO.parent) if path.is_relative_to(REPO.parent) else path
+        missing(f"the shared data ({shown}) is not beside this checkout")
     return path
+
+
+@functools.cache
+def _weights_problem(profile_name: str) -> str | None:
+    from finrag.models.profiles import load_config, resolve_role
+    from finrag.models.weights import WeightsError
+
+    profile = load_config(env={}).active(profile_name)
+    for role in profile.roles:
+        try:
+            resolve_role(profile, role, prepare=False)
+        except WeightsError as exc:
+            return str(exc)
+    return None
+
+
+def need_weights(profile_name: str) -> None:
+    """The profile's packaged weights are prepared (`finrag models prepare --profile NAME`), or
+    `missing`: without them a served app fails to start its deployments, which says nothing of
+    why."""
+    problem = _weights_problem(profile_name)
+    if problem:
+        missing(f"the {profile_name} profile's weights are not prepared ({problem}): run "
+                f"`finrag models prepare --profile {profile_name}`")
 
 
 @pytest.fixture(scope="session")
@@ -81,11 +125,68 @@ def demo_index(tmp_path_factory, demo_corpus, embedder):
     return folder
 
 
+@pytest.fixture(scope="session")
+def tiny_app(demo_index, tmp_path_factory, embedder):
+    """`finrag serve` on the tiny profile over the demo index and, where ../shared has them,
+    NVIDIA's XBRL facts, with a bearer token (``TINY_TOKEN``) and a tokens file holding a
+    read-only token (``app["reader"]``; the audit log, ``app["audit"]``, is beside it). Shared
+    by every test that only asks it questions; stopped after the last of them, cleanly
+    (``SharedApp.stop``)."""
+    from finrag.retrieval.indexer import Ingestor
+    from finrag.serving.tokens import TokenStore
+    from tests.served_app import (EVERY_CATALOG_STAGE, TINY_APP, TINY_LIMITS, TINY_TOKEN,
+                                  serve_app)
+
+    work = tmp_path_factory.mktemp("tiny-app")
+    shutil.copytree(demo_index, work / "index")
+    facts = SHARED / "data" / "sec" / "companyfacts" / "CIK0001045810.json"
+    if facts.is_file():
+        ingestor = Ingestor(work / "index", embedder)
+        assert ingestor.run([facts], progress=False).ok
+        ingestor.close()
+    reader = TokenStore(work / "tokens.json").create("reader", ["*"])[1]
+    app = TINY_APP.start(serve_app(work, work / "index", token=TINY_TOKEN,
+                                   pipeline=EVERY_CATALOG_STAGE, limits=TINY_LIMITS,
+                                   auth={"tokens_file": str(work / "tokens.json")}))
+    host, port = app["url"].removeprefix("http://").split(":")
+    app.update(addr=(host, int(port)), reader=reader, audit=work / "audit.jsonl")
+    yield app
+    TINY_APP.stop()
+
+
+# fixtures that start a served app or a Ray cluster, run an LLM, or index a large filing or
+# with a large embedder: a test using one is `slow`
+SLOW_FIXTURES = {"tiny_app", "served", "cluster", "two_collections_variants", "mmm",
+                 "m3_profile"}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests using a SLOW_FIXTURES fixture are marked `slow`. The tests of the shared tiny app
+    run one after another (from where the first of them was), so it is stopped after the last
+    of them instead of idling through the rest."""
+    for item in items:
+        if SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.slow)
+    users = [i for i in items if "tiny_app" in getattr(i, "fixturenames", ())]
+    if users:
+        first = items.index(users[0])
+        rest = [i for i in items if "tiny_app" not in getattr(i, "fixturenames", ())]
+        items[:] = rest[:first] + users + rest[first:]
+        config._finrag_last_tiny_app_user = users[-1].nodeid
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    if item.nodeid == getattr(item.config, "_finrag_last_tiny_app_user", None):
+        from tests.served_app import TINY_APP
+
+        TINY_APP.stop()
+
+
 # the KubeRay RayService CRD that tests/deploy checks the manifests against -----------------
 KUBERAY_SETUP = Path(__file__).resolve().parents[1] / "deploy" / "setup-kuberay-crd.sh"
 # read at import, before the tests' autouse fixtures clear FINRAG_* for each test
 KUBERAY_CRD_FILE = os.environ.get("FINRAG_KUBERAY_CRD")
-REQUIRE_KUBERAY = os.environ.get("FINRAG_REQUIRE_KUBERAY") == "1"
 
 
 @pytest.fixture(scope="session")
@@ -103,11 +204,49 @@ def kuberay_crd() -> dict:
         path = Path(lines[-1]) if run.returncode == 0 and lines else None
         why = run.stderr.strip() or f"{KUBERAY_SETUP.name} exited {run.returncode}"
     if path is None or not path.is_file():
-        if REQUIRE_KUBERAY:
-            pytest.fail(f"no KubeRay CRD: {why}")
-        pytest.skip(f"no KubeRay CRD (deploy/setup-kuberay-crd.sh, FINRAG_KUBERAY_CRD): {why}")
+        # the operator's Go module comes from Go's module proxy, which CI's package registries
+        # do not include: CI skips these unless FINRAG_REQUIRE_KUBERAY=1
+        missing(f"no KubeRay CRD (deploy/setup-kuberay-crd.sh, FINRAG_KUBERAY_CRD): {why}",
+                require_env="FINRAG_REQUIRE_KUBERAY", required_in_ci=False)
     from deploy import crd_check
 
     crd = crd_check.load_crd(path)
     assert crd["metadata"]["name"] == "rayservices.ray.io", path
     return crd
+
+
+# the inner loop: `make test-fast` runs the tests not marked `slow`, and runs them with every
+# costly component refused, so a test that needs an LLM, Ray or a served app and is not marked
+# fails there at once, naming what it started, instead of making the fast suite slow
+FAST = os.environ.get("FINRAG_TEST_FAST") == "1"
+
+
+def _refuse_in_fast_suite(what: str):
+    def refuse(*args, **kwargs):
+        pytest.fail(f"the fast suite (make test-fast) starts no {what}: mark this test "
+                    "`@pytest.mark.slow` (or its module, with pytestmark)", pytrace=False)
+    return refuse
+
+
+def pytest_configure(config):
+    if not FAST:
+        return
+    import ray
+
+    from finrag.models.llamacpp_engine import LlamaCppEngine
+    from finrag.models.transformers_engine import TransformersEngine
+    from finrag.models.vllm_engine import VLLMEngine
+
+    for engine in (TransformersEngine, LlamaCppEngine, VLLMEngine):
+        engine.__init__ = _refuse_in_fast_suite(f"LLM ({engine.__name__})")
+    ray.init = _refuse_in_fast_suite("Ray runtime (ray.init)")
+    popen_init = subprocess.Popen.__init__
+
+    def popen(self, args, *rest, **kwargs):
+        argv = [str(a) for a in args] if isinstance(args, (list, tuple)) else str(args).split()
+        cli = "finrag.serving.cli" in argv or any(a.endswith("/finrag") for a in argv[:1])
+        if cli and {"serve", "batch", "ask", "bench", "demo"} & set(argv) or \
+                Path(argv[0]).name == "ray" or ".venv-vllm" in argv[0]:
+            _refuse_in_fast_suite(f"served app, Ray cluster or vLLM ({' '.join(argv[:4])})")()
+        popen_init(self, args, *rest, **kwargs)
+    subprocess.Popen.__init__ = popen

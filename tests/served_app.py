@@ -16,6 +16,7 @@ from pathlib import Path
 import yaml
 
 from finrag.serving.server import free_port, get_json
+from tests.conftest import need_weights
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -43,6 +44,7 @@ def serve_app(work: Path, index: Path, *, token: str, limits: dict | None = None
     replace the profile's own (a profiles file of the app's, written beside its config).
     ``address``: run on that Ray cluster (raydir is then the cluster's, and left running);
     ``deployments``: options that replace a deployment's (placement)."""
+    need_weights(profile)
     port = free_port()
     config = yaml.safe_load((ROOT / "deploy" / "cpu.yaml").read_text())
     config["http_options"]["port"] = port
@@ -116,15 +118,17 @@ def ask(url: str, token: str, question: str, *, generate: bool = False,
 
 
 def start_load(ask_one, questions: list[str], seconds: float, clients: int = 3):
-    """``clients`` threads asking ``ask_one(question)`` in turn for ``seconds`` (a pause after
-    a reply that is not 200); returns (results, threads): results fill with each reply."""
+    """``clients`` threads asking ``ask_one(question)`` in turn for at most ``seconds``, or until
+    ``stop`` is set (a pause after a reply that is not 200); returns (results, threads, stop):
+    results fill with each reply, and a request under way when ``stop`` is set is finished."""
     import threading
 
     results: list = []
     stop_at = time.monotonic() + seconds
+    stop = threading.Event()
 
     def client(i: int):
-        while time.monotonic() < stop_at:
+        while time.monotonic() < stop_at and not stop.is_set():
             reply = ask_one(questions[i % len(questions)])
             results.append(reply)
             if reply[0] != 200:
@@ -133,4 +137,61 @@ def start_load(ask_one, questions: list[str], seconds: float, clients: int = 3):
     threads = [threading.Thread(target=client, args=(i,), daemon=True) for i in range(clients)]
     for t in threads:
         t.start()
-    return results, threads
+    return results, threads, stop
+
+
+# --- one tiny app for the HTTP tests that only ask questions ---------------------------------
+# test_served_tiny, test_clients and test_hardening_http ask the same app (conftest's
+# `tiny_app`): started by the first of them, stopped after the last (conftest runs them one after
+# another). Its limits are the hardening tests' (small, so they are reached quickly); every
+# optional catalog stage is on, so each catalog call of the served stand-ins crosses a real handle.
+TINY_TOKEN = "tiny-app-token-7f3a9c"
+TINY_RETRY_AFTER_S = 3
+TINY_BODY_TIMEOUT_S = 2.0
+TINY_UPLOAD_TIMEOUT_S = 20.0
+TINY_LIMITS = {"max_in_flight": 1, "deadline_s": 300, "retry_after_s": TINY_RETRY_AFTER_S,
+               "body_timeout_s": TINY_BODY_TIMEOUT_S, "max_writes": 1,
+               "upload_timeout_s": TINY_UPLOAD_TIMEOUT_S}
+EVERY_CATALOG_STAGE = {"statement_pages": 1, "table_records": 3, "k_reciprocal": True,
+                       "context_tables": True}
+
+
+class SharedApp:
+    """A served app kept from its first user to its last. ``stop`` is the clean shutdown users
+    get: SIGTERM, exit status 0 within 180 s, no Ray process of its own left, the port closed."""
+
+    def __init__(self):
+        self.app: dict | None = None
+        self._cm = None
+
+    def start(self, app_context) -> dict:
+        """Enter ``app_context`` (a `serve_app(...)`)."""
+        assert self.app is None, "already started"
+        self._cm = app_context
+        self.app = app_context.__enter__()
+        return self.app
+
+    def stop(self) -> None:
+        if self.app is None:
+            return
+        app, cm, self.app, self._cm = self.app, self._cm, None, None
+        proc = app["proc"]
+        try:
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(180)
+            deadline = time.monotonic() + 30
+            while ray_pids(app["raydir"]) and time.monotonic() < deadline:
+                time.sleep(0.5)
+            left = ray_pids(app["raydir"])
+            refused = False
+            try:
+                get_json(app["url"] + "/healthz", timeout=5)
+            except OSError:
+                refused = True
+        finally:
+            cm.__exit__(None, None, None)
+        assert code == 0, app["log"].read_text()[-3000:]
+        assert left == [] and refused, (left, refused)
+
+
+TINY_APP = SharedApp()

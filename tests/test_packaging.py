@@ -68,6 +68,7 @@ def test_the_wheel_holds_only_finrag_with_its_data(wheel):
     assert "bench = finrag.benchmarks.cli:add_parser" in entry_points
 
 
+@pytest.mark.slow
 def test_a_fresh_venv_imports_finrag_from_the_wheel(wheel, tmp_path):
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)

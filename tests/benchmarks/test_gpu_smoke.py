@@ -27,6 +27,7 @@ def test_without_cuda_it_says_so_and_exits_2():
     assert res.stdout == ""
 
 
+@pytest.mark.slow
 def test_cpu_dry_run_goes_through_every_role(tmp_path):
     res = smoke("--device", "cpu", "--queries", "3", "--answer-tokens", "8", "--out", tmp_path)
     assert res.returncode == 0, res.stderr[-3000:]

@@ -177,6 +177,7 @@ def test_judge_role_falls_back_to_generator():
 
 # --- one real judge call ---------------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_tiny_judge_end_to_end():
     from finrag.models.profiles import load_config, load_llm, resolve_role

@@ -43,6 +43,7 @@ def test_ratio_of_medians_and_its_paired_interval():
     assert per_q["low"] <= per_q["estimate"] <= per_q["high"]
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_two_revisions_alternate_on_the_tiny_profile(tmp_path, demo_index, demo_corpus):
     """Bounded: 2 answers per side, every wait for a worker at most 600 s."""

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, missing
 
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 
@@ -25,6 +25,7 @@ def _transformers_run(out, limit):
                  "--limit", str(limit), "--max-tokens", "8", "--out", str(out)]) == 0
 
 
+@pytest.mark.slow
 def test_extraction_rows_record_how_json_failed_and_resume(tmp_path):
     out = tmp_path / "transformers"
     _transformers_run(out, 1)
@@ -59,9 +60,13 @@ def test_cross_agreement_compares_fields_as_sets():
                                                                   ("q3", "validity")}
 
 
+@pytest.mark.slow
 def test_side_by_side_report_of_both_engines(tmp_path):
-    if os.environ.get("FINRAG_SKIP_VLLM") == "1" or not VLLM_PYTHON.exists():
-        pytest.skip("no vLLM CPU venv (`make vllm-venv`): the vLLM side cannot run")
+    if os.environ.get("FINRAG_SKIP_VLLM") == "1":
+        pytest.skip("FINRAG_SKIP_VLLM=1")
+    if not VLLM_PYTHON.exists():
+        missing("no vLLM CPU venv (.venv-vllm, `make vllm-venv`): the vLLM side cannot run",
+                require_env="FINRAG_REQUIRE_VLLM")
     _transformers_run(tmp_path / "transformers", 2)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1",
            "TOKENIZERS_PARALLELISM": "false"}

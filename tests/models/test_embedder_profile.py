@@ -67,6 +67,7 @@ def test_ingest_records_the_profiles_embedder(m3_index, m3_profile):
         "flag-embedding", str(folder), 32, True)
 
 
+@pytest.mark.slow
 def test_search_with_another_embedder_names_both(m3_index, m3_profile):
     config, folder = m3_profile
     env = {"FINRAG_CONFIG": str(config)}
@@ -81,6 +82,7 @@ def test_search_with_another_embedder_names_both(m3_index, m3_profile):
     assert hits and all(h["doc_id"].startswith("LUMENFIELD") for h in hits)
 
 
+@pytest.mark.slow
 def test_pipeline_and_ingest_refuse_another_embedder(m3_index, m3_profile, embedder):
     from finrag.retrieval.indexer import Ingestor
     from finrag.retrieval.store.index import EmbedderMismatchError

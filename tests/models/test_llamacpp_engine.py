@@ -6,11 +6,16 @@ import os
 import pytest
 from pydantic import BaseModel, Field
 
+from tests.conftest import FINANCEBENCH, missing, need_shared
+
 from finrag.models.llm import SamplingParams, StructuredOutputError
 from finrag.retrieval.routing.schema import RouterOutput, router_messages
 
-if os.environ.get("FINRAG_REQUIRE_LLAMACPP") != "1":
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not built in this Python")
+try:
+    import llama_cpp  # noqa: F401
+except ImportError as exc:
+    missing(f"llama-cpp-python is not built in this Python ({exc}): `make install` builds it "
+            "from source", require_env="FINRAG_REQUIRE_LLAMACPP", module=True)
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +33,7 @@ def engine(profile):
     return load_llm(profile, "generator")
 
 
+@pytest.mark.slow
 def test_loads_the_packaged_gguf_itself(profile, engine):
     from finrag.models.llamacpp_engine import LlamaCppEngine
     from finrag.models.profiles import load_llm, resolve_role
@@ -39,6 +45,7 @@ def test_loads_the_packaged_gguf_itself(profile, engine):
     assert load_llm(profile, "router") is engine  # one engine per model in a process
 
 
+@pytest.mark.slow
 def test_generate_contract_and_token_counts(engine):
     prompts = [[{"role": "user", "content": "Name one colour."}], "The annual report says",
                [{"role": "system", "content": "Be brief."},
@@ -58,6 +65,7 @@ def test_generate_contract_and_token_counts(engine):
     assert [a.text for a in again] == [outs[1].text, outs[0].text]
 
 
+@pytest.mark.slow
 def test_streaming_gives_the_same_text_in_pieces(engine):
     prompt = [{"role": "user", "content": "Describe a balance sheet in two sentences."}]
     whole = engine.generate([prompt], SamplingParams(max_tokens=40))[0]
@@ -69,17 +77,20 @@ def test_streaming_gives_the_same_text_in_pieces(engine):
         engine.generate([prompt, prompt], on_text=pieces.append)
 
 
+@pytest.mark.slow
 def test_stop_strings_cut_the_text(engine):
     out = engine.generate(["1, 2, 3, 4, 5, 6,"], SamplingParams(max_tokens=20, stop=[" 9"]))[0]
     assert " 9" not in out.text and out.finish_reason == "stop" and " 8" in out.text
 
 
+@pytest.mark.slow
 def test_sampling_is_seeded(engine):
     params = SamplingParams(max_tokens=16, temperature=1.0, seed=7)
     a, b = (engine.generate(["The company's revenue"], params)[0].text for _ in range(2))
     assert a == b
 
 
+@pytest.mark.slow
 def test_generate_json_is_always_schema_valid_in_schema_order(engine):
     questions = ["What was 3M's FY2018 capital expenditure?",
                  "Did Best Buy's Q2 FY2024 10-Q report higher revenue than Costco?",
@@ -95,6 +106,7 @@ def test_generate_json_is_always_schema_valid_in_schema_order(engine):
         assert all(1990 <= y <= 2099 for y in route.fiscal_years)
 
 
+@pytest.mark.slow
 def test_generate_json_bounded_retries(engine):
     class Long(BaseModel):
         text: str = Field(min_length=200, max_length=300)
@@ -103,6 +115,7 @@ def test_generate_json_bounded_retries(engine):
         engine.generate_json(["Write."], Long, SamplingParams(max_tokens=5), attempts=2)
 
 
+@pytest.mark.slow
 def test_next_token_logprobs_match_greedy_choice(engine):
     prompt = "1, 2, 3, 4, "
     ids = [engine.token_ids("5")[-1], engine.token_ids("7")[-1]]
@@ -113,11 +126,13 @@ def test_next_token_logprobs_match_greedy_choice(engine):
     assert greedy.text == "5"
 
 
+@pytest.mark.slow
 def test_too_long_a_prompt_is_refused(engine):
     with pytest.raises(ValueError, match="exceeds the engine's limit"):
         engine.generate([" revenue" * (engine.max_input_tokens + 10)], SamplingParams(max_tokens=2))
 
 
+@pytest.mark.slow
 def test_missing_gguf_is_a_clear_error(tmp_path):
     from finrag.models.llamacpp_engine import LlamaCppEngine
 
@@ -134,6 +149,7 @@ def test_threads_follow_the_process_share(monkeypatch):
     assert available_cores() == len(os.sched_getaffinity(0))
 
 
+@pytest.mark.slow
 def test_outlines_backend_on_llamacpp_is_schema_valid(profile):
     from finrag.models.llamacpp_engine import LlamaCppEngine
     from finrag.models.profiles import resolve_role
@@ -149,14 +165,17 @@ def test_outlines_backend_on_llamacpp_is_schema_valid(profile):
         LlamaCppEngine(resolve_role(profile, "router").path, json_backend="regex")
 
 
+@pytest.mark.slow
 def test_engine_benchmark_compares_engines_on_the_same_prompts(tmp_path):
+    """Slow: `finrag bench engines` runs each engine in a process of its own, loading the tiny
+    profile's 135M model on transformers and on llama.cpp, answering a warm-up and two
+    FinanceBench prompts and parsing a FinanceBench 10-K to write V-B contexts for two of its
+    chunks (about 55 s on two cores)."""
     import json
     import subprocess
     import sys
 
-    shared = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "data", "financebench")
-    if not os.path.isdir(shared):
-        pytest.skip("needs ../shared/data/financebench")
+    need_shared(FINANCEBENCH)
     out = tmp_path / "engines"
     done = subprocess.run(
         [sys.executable, "-m", "finrag.serving.cli", "bench", "engines", "--profile", "tiny",

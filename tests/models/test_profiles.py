@@ -80,6 +80,7 @@ def test_hub_ids_only_where_the_profile_allows_them():
     assert (w.source, w.path, w.verified) == ("hub", "Qwen/Qwen2.5-7B-Instruct", False)
 
 
+@pytest.mark.slow
 def test_models_cli_prepare_list_and_corruption(tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1", FINRAG_CACHE=str(tmp_path / "cache"))
     run = lambda *a: subprocess.run([sys.executable, "-m", "finrag.serving.cli", "models", *a],  # noqa
@@ -103,6 +104,7 @@ def test_models_cli_prepare_list_and_corruption(tmp_path):
     assert "sha256 mismatch" in res.stdout and "finrag models prepare" in res.stdout
 
 
+@pytest.mark.slow
 def test_load_llm_picks_the_profile_engine():
     from finrag.models.profiles import load_llm
     from finrag.models.transformers_engine import TransformersEngine
@@ -116,6 +118,7 @@ def test_load_llm_picks_the_profile_engine():
         load_llm(tiny, "embedder")
 
 
+@pytest.mark.slow
 def test_cascade_from_profile_settings():
     from finrag.models.rerankers import LLMRelevanceScorer, MaxSimReranker
     from finrag.retrieval.systems.cascade import load_cascade

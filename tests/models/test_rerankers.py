@@ -6,6 +6,8 @@ import math
 
 import pytest
 
+from tests.conftest import FINANCEBENCH, need_shared
+
 from finrag.models.rerankers import CrossEncoderReranker, LLMRelevanceScorer, MaxSimReranker
 from finrag.retrieval.systems.cascade import Cascade, adaptive_cutoff
 
@@ -54,6 +56,7 @@ def smollm_engine():
     return TransformersEngine(transformers_dir(SMOLLM2_135M), model_id=SMOLLM2_135M.model_id)
 
 
+@pytest.mark.slow
 def test_llm_scorer_probabilities_batch_and_usage(smollm_engine):
     scorer = LLMRelevanceScorer(smollm_engine, batch_size=4, max_passage_chars=400)
     passages = PASSAGES[:3] + ["x " * 1000]  # mixed lengths: the batch is left-padded
@@ -71,6 +74,7 @@ def test_llm_scorer_probabilities_batch_and_usage(smollm_engine):
     assert scorer.model_id == "HuggingFaceTB/SmolLM2-135M-Instruct"
 
 
+@pytest.mark.slow
 def test_llm_scorer_prompt_and_tokens(smollm_engine):
     scorer = LLMRelevanceScorer(smollm_engine, max_passage_chars=10)
     prompt = scorer.build_prompt("q?", "0123456789TRUNCATED")
@@ -85,6 +89,7 @@ def test_llm_scorer_prompt_and_tokens(smollm_engine):
     assert scorer.score("q", []) == [] and scorer.last_usage["calls"] == 0
 
 
+@pytest.mark.slow
 def test_llm_scorer_uses_only_the_engine_contract(smollm_engine):
     """The scorer reads no model or tokenizer of its engine: an engine offering only the
     contract (token ids, chat rendering, next-token log-probabilities) scores the same."""
@@ -123,6 +128,7 @@ def test_listwise_permutation_mends_what_the_model_returns():
     assert _permutation([2, 2, 9, 0, 4], 5) == [1, 3, 0, 2, 4]
 
 
+@pytest.mark.slow
 def test_listwise_prompt_carries_the_examples_as_earlier_turns(smollm_engine):
     from finrag.models.rerankers import LLMListwiseRanker, listwise_examples
 
@@ -144,9 +150,7 @@ def test_listwise_examples_are_tune_questions_with_a_full_ranking():
     from finrag.benchmarks.splits import split_of
     from finrag.models.rerankers import listwise_examples
 
-    questions = Path(__file__).resolve().parents[3] / "shared/data/financebench/questions.dev.jsonl"
-    if not questions.is_file():
-        pytest.skip("the shared FinanceBench questions are not here")
+    questions = need_shared(FINANCEBENCH / "questions.dev.jsonl")
     split = split_of([json.loads(line) for line in questions.read_text().splitlines() if line])
     examples = listwise_examples()
     assert len(examples) >= 1
@@ -154,6 +158,7 @@ def test_listwise_examples_are_tune_questions_with_a_full_ranking():
     assert all(sorted(e["ranking"]) == list(range(1, len(e["passages"]) + 1)) for e in examples)
 
 
+@pytest.mark.slow
 def test_listwise_ranker_slides_its_window_and_counts_tokens(smollm_engine):
     from finrag.models.rerankers import LLMListwiseRanker
 
@@ -169,6 +174,7 @@ def test_listwise_ranker_slides_its_window_and_counts_tokens(smollm_engine):
     assert ranker.score(QUERY, [RELEVANT]) == [1.0] and ranker.last_usage["calls"] == 0
 
 
+@pytest.mark.slow
 def test_listwise_ranker_as_a_profile_role_and_cascade_stage(maxsim, smollm_engine):
     from finrag.models.profiles import RoleSpec, load_config, load_reranker
     from finrag.models.rerankers import LLMListwiseRanker
@@ -313,6 +319,7 @@ def test_cascade_single_stage():
     assert Cascade(KeywordReranker("l"), None).rerank("q", []).ids == []
 
 
+@pytest.mark.slow
 def test_cascade_with_real_rerankers(maxsim, smollm_engine):
     llm = LLMRelevanceScorer(smollm_engine, max_passage_chars=300)
     cascade = Cascade(maxsim, llm, light_top_n=4, large_top_m=2, keep_k=2)

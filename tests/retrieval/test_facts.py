@@ -371,6 +371,7 @@ def test_a_ratio_the_question_defines_is_computed_by_its_definition(pipe):
     assert f["formula"].count("[10-K filed ") == 3
 
 
+@pytest.mark.slow
 def test_a_direction_is_read_from_the_numbers_by_the_metrics_better_side(pipe):
     before = _fy(pipe, "Apple", "operating_income", 2022) / _fy(pipe, "Apple", "revenue", 2022)
     after = _fy(pipe, "Apple", "operating_income", 2023) / _fy(pipe, "Apple", "revenue", 2023)
@@ -408,6 +409,7 @@ def test_lower_is_better_where_the_table_says_so():
     assert said.startswith("No: days sales outstanding decreased")
 
 
+@pytest.mark.slow
 def test_a_sign_and_stability_are_judged_with_the_rule_stated(pipe):
     wc = _fy(pipe, "Apple", "current_assets", 2023) - _fy(pipe, "Apple", "current_liabilities", 2023)
     a = pipe.answer("Does Apple have positive working capital based on FY2023 data?")
@@ -448,6 +450,7 @@ def test_yes_no_questions_of_other_kinds_get_no_direction():
     assert read_trend("What drove revenue growth in FY2022?") is None
 
 
+@pytest.mark.slow
 def test_judgements_compare_the_computed_measure_with_a_stated_rule(pipe):
     from finrag.retrieval.facts.trends import rules_of_thumb
 

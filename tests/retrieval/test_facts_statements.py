@@ -166,6 +166,7 @@ def test_requested_units():
     assert in_requested_unit(1.0, "USD", read_request("what is it?")) is None
 
 
+@pytest.mark.slow
 def test_a_routed_question_the_facts_miss_is_answered_from_the_filing_with_the_miss_beside(mmm):
     """Hybrid route, nothing in the facts: the answer is the generator's, led by no "Not in the
     facts" line; what the facts lack is kept in ``facts_note``. With a figure in the facts, the
@@ -210,6 +211,7 @@ def test_the_statements_a_question_reads():
     assert statements_named("Who is 3M's chief executive officer?", c) == []
 
 
+@pytest.mark.slow
 def test_statement_pages_lead_the_ranking_when_the_profile_turns_them_on(mmm):
     """3M's capex is a line of the cash flow statement (p.60): with ``statement_pages`` a chunk
     of that page leads HDRR's ranking and the kept chunks; off, nothing is added."""

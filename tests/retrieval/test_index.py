@@ -114,7 +114,11 @@ def test_vectors_repaired_from_catalog(demo_corpus, embedder, tmp_path):
     assert np.array_equal(got[4], expected[4]) and got[5] == expected[5]
 
 
+@pytest.mark.slow
 def test_kill_and_resume_equals_clean_run(demo_corpus, tmp_path):
+    """Slow: three `finrag ingest` subprocesses over the whole demo corpus, each loading the
+    embedder: a clean run, one killed once two filings are in, and its resume (about 50 s on
+    two cores)."""
     clean, killed = tmp_path / "clean", tmp_path / "killed"
     cmd = [sys.executable, "-m", "finrag.serving.cli", "ingest", str(demo_corpus.out_dir),
            "--metadata", str(demo_corpus.metadata_path), "-q"]

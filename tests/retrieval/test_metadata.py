@@ -4,6 +4,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import need_shared
+
 from finrag.retrieval.routing.companies import (Company, CompanyConflict, CompanyTable,
                                                 normalize_name)
 from finrag.retrieval.documents import DOC_TYPES, DocumentMeta
@@ -20,9 +22,7 @@ FINANCEBENCH = SHARED / "data" / "financebench"
 
 
 def need(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"shared FinanceBench data not found: {path}")
-    return path
+    return need_shared(path)
 
 
 @pytest.fixture

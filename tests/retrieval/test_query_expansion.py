@@ -76,6 +76,7 @@ ROUTED = "What was Lumenfield Software's net income in FY2023?"  # the rules rou
 UNROUTED = "What was net income in fiscal 2023?"  # no company: the router LLM is called
 
 
+@pytest.mark.slow
 def test_option_off_makes_no_expansion_call(tiny):
     pipe = _pipeline(tiny)
     answer = pipe.answer(ROUTED, "hdrr", generate=False)
@@ -85,6 +86,7 @@ def test_option_off_makes_no_expansion_call(tiny):
     assert pipe.router.stats["expansion_calls"] == 0
 
 
+@pytest.mark.slow
 def test_the_deterministic_route_adds_the_expansion_call_alone(tiny):
     pipe = _pipeline(tiny, query_expansion=True)
     answer = pipe.answer(ROUTED, "hdrr", generate=False)
@@ -105,7 +107,11 @@ def test_the_deterministic_route_adds_the_expansion_call_alone(tiny):
     assert alone.embedder.texts[-1] == answer.retrieved["expansion"][0]["passage"]
 
 
+@pytest.mark.slow
 def test_when_the_router_llm_runs_its_one_call_carries_the_expansion(tiny):
+    """Slow: two calls to the tiny profile's 135M router LLM on transformers, each a JSON reply
+    constrained to the router's schema, the first also writing the expansion's passage (about
+    60 s on two cores)."""
     pipe = _pipeline(tiny, query_expansion=True)
     answer = pipe.answer(UNROUTED, "hdrr", generate=False)
     assert answer.routing.llm_called

@@ -278,6 +278,7 @@ def test_empty_question_is_an_error(resolver):
 # --- the router: fast path, LLM path ------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_fast_path_is_counted_and_the_llm_called_only_when_needed():
     from finrag.models.profiles import load_config, load_llm
 

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import need_shared
+
 from finrag.retrieval.documents import DocumentError
 from finrag.retrieval.ingest.html import parse_sec_html
 
@@ -265,8 +267,7 @@ def test_latin1_and_utf8_text(tmp_path):
 
 def shared_file(relative: str) -> Path:
     path = FILINGS / relative
-    if not SEC_DIR.is_dir():
-        pytest.skip(f"shared SEC data not found: {SEC_DIR}")
+    need_shared(SEC_DIR)
     assert path.is_file(), f"expected shared filing is missing: {path}"
     return path
 
@@ -314,8 +315,7 @@ def test_shared_nvda_10q():
 
 @pytest.mark.integration
 def test_shared_filings_parse_quickly_and_cleanly():
-    if not SEC_DIR.is_dir():
-        pytest.skip(f"shared SEC data not found: {SEC_DIR}")
+    need_shared(SEC_DIR)
     paths = sorted(FILINGS.glob("*/*.html"))
     assert paths
     for path in paths:

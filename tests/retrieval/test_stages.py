@@ -241,6 +241,7 @@ def test_cached_large_scores_equal_the_scorer_s_and_score_each_passage_once(embe
 
 
 # the pipeline with every stage on -------------------------------------------------------
+@pytest.mark.slow
 def test_pipeline_runs_every_stage_when_the_profile_turns_it_on(demo_index):
     from finrag.retrieval.systems.pipelines import Pipeline
 

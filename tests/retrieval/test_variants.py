@@ -114,6 +114,7 @@ def test_meta_variant_fts_finds_a_company_by_name(plain_and_meta):
             assert (harlow <= q1) == expect_all
 
 
+@pytest.mark.slow
 def test_cbr_meta_answers_from_the_meta_index(plain_and_meta, demo_corpus):
     """CBR over the V-A index: the same search, run on the prefixed chunks of the variant."""
     from finrag.retrieval.systems.pipelines import Pipeline
@@ -145,6 +146,7 @@ def test_variant_mismatch_is_refused(plain_and_meta, embedder):
         Ingestor(plain, embedder, variant="llmctx")
 
 
+@pytest.mark.slow
 def test_cli_ingest_variant(demo_corpus, tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     pdf = next(p for p in demo_corpus.pdf_paths if p.stem == "HARLOWFINCH_2025Q1_10Q")
@@ -212,6 +214,7 @@ def test_clean_context():
         "no sentence end at all in this truncated note"
 
 
+@pytest.mark.slow
 def test_llmctx_contexts_persisted_reused_and_resumable(tiny_llm, small_filing, demo_corpus,
                                                          embedder, tmp_path):
     meta_path = demo_corpus.metadata_path

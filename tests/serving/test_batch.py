@@ -38,6 +38,7 @@ def test_finished_ids_drops_a_line_cut_by_a_kill(tmp_path):
     assert out.read_text() == '{"id": "x", "answer": "1"}\n'
 
 
+@pytest.mark.slow
 def test_ray_batch_resumes_without_duplicates(demo_index, demo_corpus, tmp_path):
     import ray
 
@@ -67,9 +68,12 @@ def test_ray_batch_resumes_without_duplicates(demo_index, demo_corpus, tmp_path)
         assert record["retrieved"]["context"] and record["timings_ms"]["total"] > 0
 
 
+@pytest.mark.slow
 def test_killed_batch_run_resumes(demo_index, demo_corpus, tmp_path):
     """SIGKILL a real `finrag batch` once it has written answers; the re-run answers only
-    the rest, and every question ends up exactly once."""
+    the rest, and every question ends up exactly once. Slow: two `finrag batch` subprocesses
+    each load the tiny profile, and between them answer all twelve questions (about 45 s on
+    two cores)."""
     out = tmp_path / "answers.jsonl"
     cmd = [sys.executable, "-m", "finrag.serving.cli", "batch", str(demo_corpus.questions_path),
            "--out", str(out), "--index", str(demo_index), "--profile", "tiny", "--sequential",
@@ -97,6 +101,7 @@ def test_killed_batch_run_resumes(demo_index, demo_corpus, tmp_path):
     assert summary["llm_calls"] == 0 and summary["energy"]["source"]
 
 
+@pytest.mark.slow
 def test_answer_many_batches_generation(demo_index, demo_corpus):
     from finrag.retrieval.systems.pipelines import Pipeline
 
@@ -122,6 +127,7 @@ def test_answer_many_batches_generation(demo_index, demo_corpus):
     assert answers[0].timings_ms["generate"] == answers[1].timings_ms["generate"]
 
 
+@pytest.mark.slow
 def test_batch_benchmark_runs_a_baseline_profile_first_in_the_same_run(demo_index, demo_corpus,
                                                                         tmp_path):
     from finrag.benchmarks import batch_throughput
@@ -170,9 +176,12 @@ def test_batch_benchmark_takes_one_half_of_the_financebench_questions(tmp_path):
         split_questions(path, empty, tmp_path)
 
 
+@pytest.mark.slow
 def test_a_batch_reads_only_its_collections(two_collections, demo_corpus, tmp_path):
     """`finrag batch --collection alpha` on Ray Data: the demo questions about beta's companies
-    get nothing of beta (the scope travels to every actor)."""
+    get nothing of beta (the scope travels to every actor). Slow: a Ray runtime starts in the
+    subprocess and its actor loads the tiny profile before answering the twelve demo questions,
+    then a second run starts only to be refused (about 100 s on two cores)."""
     from conftest import ALPHA, BETA, secrets_of
 
     out = tmp_path / "answers.jsonl"

@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -13,6 +15,7 @@ def finrag(*args, timeout=300):
                           cwd=REPO, capture_output=True, text=True, timeout=timeout)
 
 
+@pytest.mark.slow
 def test_help_reads_well():
     res = finrag("--help")
     assert res.returncode == 0
@@ -26,6 +29,7 @@ def test_help_reads_well():
         assert res.returncode == 0 and f"usage: finrag bench {sub}" in res.stdout
 
 
+@pytest.mark.slow
 def test_bench_is_registered_through_its_entry_point():
     from importlib.metadata import entry_points
 
@@ -89,6 +93,7 @@ def test_no_static_import_between_serving_and_benchmarks():
     assert [(f, m) for f, m in found["benchmarks"] if m.startswith("finrag.serving.cli")] == []
 
 
+@pytest.mark.slow
 def test_search_cli_scoped_json(demo_index, demo_corpus):
     docs = [p.stem for p in demo_corpus.pdf_paths]
     res = finrag("search", "total revenue", "--index", demo_index, "--doc", docs[0], "-k", "4",
@@ -104,6 +109,7 @@ def test_search_cli_scoped_json(demo_index, demo_corpus):
     assert res.returncode == 0 and res.stdout.count("score=") == 3 and " p" in res.stdout
 
 
+@pytest.mark.slow
 def test_search_cli_errors(demo_index, tmp_path):
     res = finrag("search", "   ", "--index", demo_index)
     assert res.returncode == 2 and "empty query" in res.stderr
@@ -119,6 +125,7 @@ def test_documents_cli(demo_index, demo_corpus):
     assert len(json.loads(res.stdout)) == len(demo_corpus.pdf_paths)
 
 
+@pytest.mark.slow
 def test_ask_and_eval_cli(demo_index, demo_corpus, tmp_path):
     q = "What was Lumenfield's net income in fiscal 2024?"
     res = finrag("ask", q, "--index", demo_index, "--profile", "tiny", "--no-generate", "--json")

@@ -10,20 +10,28 @@ from pathlib import Path
 import pytest
 
 from finrag.serving.server import get_json
-from tests.served_app import serve_app
+from tests.conftest import missing
+from tests.served_app import TINY_TOKEN, serve_app
 
-TOKEN = "client-token"
 SCREENSHOT = os.environ.get("FINRAG_SCREENSHOT")  # where to save the page's picture, if set
 PROFILE = os.environ.get("FINRAG_CLIENTS_PROFILE", "tiny")  # `cpu` for the picture in docs/serving.md
+TOKEN = TINY_TOKEN
 
 
-@pytest.fixture(scope="module")
-def served(demo_index, tmp_path_factory):
-    work = tmp_path_factory.mktemp("clients")
-    shutil.copytree(demo_index, work / "index")
-    with serve_app(work, work / "index", token=TOKEN, profile=PROFILE,
-                   limits={"max_in_flight": 2, "deadline_s": 600}) as app:
-        yield app
+if PROFILE == "tiny":
+    @pytest.fixture(scope="module")
+    def served(tiny_app):
+        """The shared tiny app (tests/conftest.py)."""
+        return tiny_app
+else:
+    @pytest.fixture(scope="module")
+    def served(demo_index, tmp_path_factory):
+        """An app of its own on another profile."""
+        work = tmp_path_factory.mktemp("clients")
+        shutil.copytree(demo_index, work / "index")
+        with serve_app(work, work / "index", token=TOKEN, profile=PROFILE,
+                       limits={"max_in_flight": 2, "deadline_s": 600}) as app:
+            yield app
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +132,7 @@ def _chrome():
     try:
         return chrome()
     except NoBrowser as exc:
-        pytest.skip(str(exc))
+        missing(f"no browser: {exc}")
 
 
 def test_web_page_answers_and_opens_the_cited_page(served, question):

@@ -6,6 +6,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO
 
 
@@ -30,6 +32,7 @@ def test_doctor_reports_the_machine_and_every_profile():
     assert tiny["generator"]["device"] in ["cpu"] + [f"cuda:{d['index']}" for d in machine["cuda"]]
 
 
+@pytest.mark.slow
 def test_doctor_fails_for_a_profile_that_cannot_run(tmp_path):
     missing = tmp_path / "no-such-model"
     config = tmp_path / "profiles.yaml"

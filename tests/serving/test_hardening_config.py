@@ -153,6 +153,7 @@ def test_a_token_that_no_client_could_send_is_refused(monkeypatch, token):
         Auth().token()
 
 
+@pytest.mark.slow
 def test_finrag_serve_on_all_interfaces_without_a_token_refuses_before_starting():
     env = {k: v for k, v in os.environ.items()
            if k not in ("FINRAG_API_TOKEN", "FINRAG_API_TOKEN_FILE")}

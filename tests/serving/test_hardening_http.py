@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import socket
 import threading
 import time
@@ -17,37 +16,20 @@ import urllib.request
 import pytest
 
 from finrag.serving.server import get_json
-from finrag.serving.tokens import TokenStore
-from tests.served_app import serve_app
+from tests.served_app import (TINY_BODY_TIMEOUT_S, TINY_RETRY_AFTER_S, TINY_TOKEN,
+                              TINY_UPLOAD_TIMEOUT_S)
 
-TOKEN = "hardening-token-7f3a9c"
-BODY_TIMEOUT_S = 2.0
-UPLOAD_TIMEOUT_S = 20.0
-RETRY_AFTER_S = 3
-
-
-# the optional retrieval stages that read the catalog through the Retriever deployment
-# (statement pages, table records, k-reciprocal vectors, table rows in the context): on here,
-# so every catalog call of the served stand-in crosses a real handle
-EVERY_CATALOG_STAGE = {"statement_pages": 1, "table_records": 3, "k_reciprocal": True,
-                       "context_tables": True}
+TOKEN = TINY_TOKEN
+BODY_TIMEOUT_S = TINY_BODY_TIMEOUT_S
+UPLOAD_TIMEOUT_S = TINY_UPLOAD_TIMEOUT_S
+RETRY_AFTER_S = TINY_RETRY_AFTER_S
 
 
 @pytest.fixture(scope="module")
-def served(demo_index, tmp_path_factory):
-    work = tmp_path_factory.mktemp("hardening")
-    shutil.copytree(demo_index, work / "index")
-    # a scoped token that reads everything and may not write; the audit log is beside it
-    reader = TokenStore(work / "tokens.json").create("reader", ["*"])[1]
-    with serve_app(work, work / "index", token=TOKEN, pipeline=EVERY_CATALOG_STAGE,
-                   auth={"tokens_file": str(work / "tokens.json")},
-                   limits={"max_in_flight": 1, "deadline_s": 120, "retry_after_s": RETRY_AFTER_S,
-                           "body_timeout_s": BODY_TIMEOUT_S, "max_writes": 1,
-                           "upload_timeout_s": UPLOAD_TIMEOUT_S}) as app:
-        host, port = app["url"].removeprefix("http://").split(":")
-        app["addr"] = (host, int(port))
-        app["reader"], app["audit"] = reader, work / "audit.jsonl"
-        yield app
+def served(tiny_app):
+    """The shared tiny app (tests/conftest.py): its limits are this module's, and a scoped
+    token that reads everything and may not write is ``served["reader"]``."""
+    return tiny_app
 
 
 def raw_request(addr, head: bytes, body: bytes = b"", *, read: bool = True,

@@ -88,8 +88,13 @@ def corpus_with_a_broken_file(demo_corpus, tmp_path_factory):
     return SimpleNamespace(out_dir=folder, metadata_path=demo_corpus.metadata_path)
 
 
+@pytest.mark.slow
 def test_ray_ingest_gives_the_sequential_index_and_survives_a_lost_worker(
         corpus_with_a_broken_file, embedder, tmp_path):
+    """Slow: six demo filings and a broken file are ingested four times, once in process and
+    three times on Ray Data with two workers, each time starting a local Ray runtime whose
+    workers load the embedder; the last run loses a worker and redoes its files (about 75 s
+    on two cores)."""
     corpus = corpus_with_a_broken_file
     tiny = load_config().active("tiny")
     sequential = _ingest(tmp_path / "seq", corpus, embedder)

@@ -1,12 +1,10 @@
 """The Serve app end to end: `finrag serve` in a subprocess on 127.0.0.1 (real Ray, real tiny
-models, the demo index), asked over HTTP, then stopped with SIGTERM and checked to leave no
-Ray process behind."""
+models, the demo index), asked over HTTP. The app is the shared tiny one (tests/conftest.py's
+`tiny_app`): after the last test that asks it, it is stopped with SIGTERM and must exit 0 and
+leave no Ray process behind (tests/served_app.py: `SharedApp.stop`)."""
 
 import json
-import shutil
-import signal
 import threading
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -15,9 +13,9 @@ import pytest
 
 from finrag.serving.server import get_json
 from tests.conftest import SHARED, need_shared
-from tests.served_app import ray_pids, serve_app
+from tests.served_app import TINY_RETRY_AFTER_S, TINY_TOKEN
 
-TOKEN = "test-token-0123456789"
+TOKEN = TINY_TOKEN
 
 
 def _post(url: str, body, token: str | None = TOKEN, raw: bytes | None = None,
@@ -38,19 +36,10 @@ NVDA_FACTS = SHARED / "data" / "sec" / "companyfacts" / "CIK0001045810.json"
 
 
 @pytest.fixture(scope="module")
-def served(demo_index, tmp_path_factory, embedder):
-    from finrag.retrieval.indexer import Ingestor
-
-    work = tmp_path_factory.mktemp("serve")
-    index = work / "index"  # the demo filings, plus NVIDIA's XBRL facts when they are here
-    shutil.copytree(demo_index, index)
-    if NVDA_FACTS.is_file():
-        ingestor = Ingestor(index, embedder)
-        assert ingestor.run([NVDA_FACTS], progress=False).ok
-        ingestor.close()
-    with serve_app(work, index, token=TOKEN,
-                   limits={"max_in_flight": 1, "deadline_s": 300, "retry_after_s": 7}) as app:
-        yield app
+def served(tiny_app):
+    """The shared tiny app (tests/conftest.py): the demo filings and, when ../shared has
+    them, NVIDIA's XBRL facts; one answer at a time."""
+    return tiny_app
 
 
 def test_answers_over_http(served, demo_corpus):
@@ -149,7 +138,7 @@ def test_overload_gets_503_with_retry_after_and_nothing_is_lost(served, demo_cor
     assert set(codes) <= {200, 503} and codes.count(200) >= 1 and codes.count(503) >= 1, codes
     for code, headers, body in replies:
         if code == 503:
-            assert headers.get("retry-after", headers.get("Retry-After")) == "7"
+            assert headers.get("retry-after", headers.get("Retry-After")) == str(TINY_RETRY_AFTER_S)
             assert "overloaded" in body["error"]
         else:
             assert body["answer"]
@@ -186,18 +175,6 @@ def test_metrics_count_requests_stages_and_tokens(served, demo_corpus):
     assert grew('finrag_prompt_tokens_total{role="generator"}') == a["usage"]["prompt_tokens"]
     assert grew('finrag_stage_latency_seconds_count{stage="route"}') == 1
     assert grew('finrag_routing_total{status="') == 1
-
-
-def test_sigterm_shuts_down_cleanly(served):
-    proc = served["proc"]
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(180) == 0, served["log"].read_text()[-3000:]
-    deadline = time.monotonic() + 30
-    while ray_pids(served["raydir"]) and time.monotonic() < deadline:
-        time.sleep(1)
-    assert ray_pids(served["raydir"]) == []
-    with pytest.raises(OSError):
-        get_json(served["url"] + "/healthz", timeout=5)
 
 
 def test_an_engine_shared_by_serve_threads_takes_one_call_at_a_time():

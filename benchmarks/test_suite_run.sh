@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The test suite measured as CI runs it: a fresh clone of this repository's HEAD beside it (so
+# ../shared is where the tests look), `.ci/run` (make demo, then make test) with the timing
+# plugin on, then `make test-fast` in the same clone. Writes timing_LABEL.json and the wall
+# times into benchmarks/results/test_suite/ and remakes its report. Run it alone: the figures
+# are wall times on this machine.
+#   bash benchmarks/test_suite_run.sh after
+set -uo pipefail
+label=${1:?usage: test_suite_run.sh LABEL}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+out=$repo/benchmarks/results/test_suite
+clone=$(dirname "$repo")/finrag-suite-$label
+rm -rf "$clone"
+git clone -q "$repo" "$clone"
+mkdir -p "$out"
+cd "$clone"
+start=$SECONDS
+PYTEST_ADDOPTS="-p finrag.benchmarks.suite_timing" FINRAG_SUITE_TIMING=$out/timing_$label.json \
+    bash .ci/run 2>&1 | tee "$out/ci_$label.log" | grep -E "^CI: |passed|failed|error" || true
+ci_s=$((SECONDS - start))
+test_s=$(sed -n 's/^CI: make test took \([0-9]*\) s$/\1/p' "$out/ci_$label.log" | tail -1)
+start=$SECONDS
+make test-fast 2>&1 | tail -3
+fast_s=$((SECONDS - start))
+python3 - "$out/walls.json" "$label" "$test_s" "$ci_s" "$fast_s" <<'PY'
+import json, sys
+from pathlib import Path
+path, label, test_s, ci_s, fast_s = sys.argv[1:]
+walls = json.loads(Path(path).read_text()) if Path(path).is_file() else {}
+walls[label] = {"make test": float(test_s or "nan"), ".ci/run": float(ci_s),
+                "make test-fast": float(fast_s),
+                "note": "bash benchmarks/test_suite_run.sh " + label + ": .ci/run from a fresh "
+                        "clone (its make test after make demo built the venv), then make test-fast"}
+Path(path).write_text(json.dumps(walls, indent=2) + "\n")
+PY
+cd "$repo"
+runs=(--run "before=benchmarks/results/test_suite/timing_before.json")
+[ "$label" = before ] || runs+=(--run "$label=benchmarks/results/test_suite/timing_$label.json")
+"$clone/.venv/bin/python" -m finrag.benchmarks.suite_timing "${runs[@]}" \
+    --walls benchmarks/results/test_suite/walls.json \
+    --replaced benchmarks/data/test_suite_replaced.yaml --out "$out"
