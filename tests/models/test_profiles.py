@@ -86,11 +86,13 @@ def test_models_cli_prepare_list_and_corruption(tmp_path):
     run = lambda *a: subprocess.run([sys.executable, "-m", "finrag.serving.cli", "models", *a],  # noqa
                                     env=env, cwd=REPO, capture_output=True, text=True,
                                     timeout=600)
-    res = run("list", "--profile", "tiny")
+    # the profile whose LLM is a packaged GGUF to prepare (tiny's random LLM is built, not
+    # prepared)
+    res = run("list", "--profile", "tiny-smollm2")
     assert res.returncode == 1 and "not prepared yet" in res.stdout
-    res = run("prepare", "--profile", "tiny")
+    res = run("prepare", "--profile", "tiny-smollm2")
     assert res.returncode == 0, res.stderr
-    res = run("list", "--profile", "tiny", "--json")
+    res = run("list", "--profile", "tiny-smollm2", "--json")
     assert res.returncode == 0
     roles = {r["role"]: r for r in json.loads(res.stdout)["roles"]}
     assert all(r["state"] == "verified" and r["source"] == "package" for r in roles.values())
@@ -99,7 +101,7 @@ def test_models_cli_prepare_list_and_corruption(tmp_path):
         f.seek(4096)
         f.write(b"\x00" * 64)
     os.utime(converted, ns=(1, 1))
-    res = run("list", "--profile", "tiny")
+    res = run("list", "--profile", "tiny-smollm2")
     assert res.returncode == 1
     assert "sha256 mismatch" in res.stdout and "finrag models prepare" in res.stdout
 
@@ -110,6 +112,9 @@ def test_load_llm_picks_the_profile_engine():
     from finrag.models.transformers_engine import TransformersEngine
 
     tiny = load_config(env={}).active("tiny")
+    assert isinstance(load_llm(tiny, "router"), TransformersEngine)
+    assert load_llm(tiny, "router").model_id == "tiny:llm"  # built once into the cache
+    tiny = load_config(env={}).active("tiny-smollm2")
     resolve_role(tiny, "router", prepare=True)
     engine = load_llm(tiny, "router")
     assert isinstance(engine, TransformersEngine)

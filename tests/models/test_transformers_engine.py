@@ -1,4 +1,4 @@
-"""The transformers engine on the tiny profile's real packaged model (SmolLM2-135M)."""
+"""The transformers engine on a real packaged model: SmolLM2-135M (the tiny-smollm2 profile)."""
 
 import pytest
 from pydantic import BaseModel, Field
@@ -12,7 +12,7 @@ def engine():
     from finrag.models.profiles import load_config, resolve_role
     from finrag.models.transformers_engine import TransformersEngine
 
-    profile = load_config(env={}).active("tiny")
+    profile = load_config(env={}).active("tiny-smollm2")
     weights = resolve_role(profile, "generator", prepare=True)
     return TransformersEngine(weights.path, model_id=profile.role("generator").model)
 

@@ -1,5 +1,6 @@
-"""The systems over the indexed demo corpus with the real tiny profile (SmolLM2-135M,
-MiniLM + MaxSim), and the context/fusion rules they share."""
+"""The systems over the indexed demo corpus with the tiny profile (its random tiny LLM,
+MiniLM + MaxSim; SmolLM2-135M where a test checks the model's judgement), and the
+context/fusion rules they share."""
 
 import json
 
@@ -185,10 +186,21 @@ def test_a_streamed_answer_is_the_final_answer_on_every_path(pipe):
     assert [c["role"] for c in unrouted.usage["calls"]].count("generator") == 1
 
 
+@pytest.fixture(scope="module")
+def judging_pipe(demo_index):
+    """The tiny profile with SmolLM2-135M: its verifier's judgement is a model's, not noise."""
+    from finrag.retrieval.systems.pipelines import Pipeline
+
+    p = Pipeline.load(demo_index, profile="tiny-smollm2")
+    yield p
+    p.close()
+
+
 @pytest.mark.slow
-def test_agentic_retries_are_capped(pipe):
+def test_agentic_retries_are_capped(judging_pipe):
+    pipe = judging_pipe
     cap = 1 + pipe.settings.agentic_max_retries
-    # the tiny profile's verifier does not take this question's first passages: it retries
+    # SmolLM2's verifier does not take this question's first passages: it retries
     q = "What was Lumenfield Software's net income in fiscal 2024?"
     a = pipe.answer(q, "agentic", generate=False)
     attempts = a.retrieved["agentic"]

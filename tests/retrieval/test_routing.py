@@ -284,9 +284,9 @@ def test_fast_path_is_counted_and_the_llm_called_only_when_needed():
 
     loads = []
 
-    def load():  # the real tiny engine, loaded only when a question needs it
-        loads.append(1)
-        return load_llm(load_config().active("tiny"), "router")
+    def load():  # a real 135M engine, loaded only when a question needs it (the LLM's own
+        loads.append(1)  # doc_types settle the last question)
+        return load_llm(load_config().active("tiny-smollm2"), "router")
 
     router = Router(DOCS, CompanyTable.load(), llm=load)
     r = router.route("What was Adobe's revenue in FY2022?")

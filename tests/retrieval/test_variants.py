@@ -1,5 +1,5 @@
 """Index variants: V-A (metadata prefix) and V-B (LLM-written chunk contexts, persisted and
-resumable), on the demo corpus with the real MiniLM embedder and the tiny profile's SmolLM2."""
+resumable), on the demo corpus with the real MiniLM embedder and the tiny profile's LLM."""
 
 import json
 import os
