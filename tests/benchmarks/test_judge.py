@@ -184,7 +184,7 @@ def test_tiny_judge_end_to_end():
 
     rows = J.load_labelled(need_shared(LABELLED))
     picked = [next(r for r in rows if r["label"] == label) for label in J.LABELS]
-    profile = load_config(env={}).active("tiny")
+    profile = load_config(env={}).active("tiny-smollm2")
     resolve_role(profile, "generator", prepare=True)  # the packaged GGUF, converted once
     engine = load_llm(profile, "generator")
     budget = 60

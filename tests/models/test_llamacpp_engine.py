@@ -1,4 +1,4 @@
-"""The llama.cpp engine on the tiny profile's real packaged GGUF (SmolLM2-135M, Q4_1), read
+"""The llama.cpp engine on the tiny-smollm2 profile's real packaged GGUF (SmolLM2-135M, Q4_1), read
 as it is. Skips where llama-cpp-python is not built, unless FINRAG_REQUIRE_LLAMACPP=1 (CI)."""
 
 import os
@@ -22,7 +22,7 @@ except ImportError as exc:
 def profile():
     from finrag.models.profiles import load_config
 
-    tiny = load_config(env={}).active("tiny")
+    tiny = load_config(env={}).active("tiny-smollm2")
     return tiny.model_copy(update={"engine": "llamacpp", "name": "tiny-llamacpp"})
 
 
@@ -167,8 +167,8 @@ def test_outlines_backend_on_llamacpp_is_schema_valid(profile):
 
 @pytest.mark.slow
 def test_engine_benchmark_compares_engines_on_the_same_prompts(tmp_path):
-    """Slow: `finrag bench engines` runs each engine in a process of its own, loading the tiny
-    profile's 135M model on transformers and on llama.cpp, answering a warm-up and two
+    """Slow: `finrag bench engines` runs each engine in a process of its own, loading the
+    tiny-smollm2 profile's 135M model on transformers and on llama.cpp, answering a warm-up and two
     FinanceBench prompts and parsing a FinanceBench 10-K to write V-B contexts for two of its
     chunks (about 55 s on two cores)."""
     import json
@@ -178,7 +178,7 @@ def test_engine_benchmark_compares_engines_on_the_same_prompts(tmp_path):
     need_shared(FINANCEBENCH)
     out = tmp_path / "engines"
     done = subprocess.run(
-        [sys.executable, "-m", "finrag.serving.cli", "bench", "engines", "--profile", "tiny",
+        [sys.executable, "-m", "finrag.serving.cli", "bench", "engines", "--profile", "tiny-smollm2",
          "--engines", "transformers,llamacpp", "--questions", "2", "--max-tokens", "12",
          "--contexts", "2", "--out", str(out)],
         capture_output=True, text=True, timeout=900)
