@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import sys
 import subprocess
 import threading
@@ -38,7 +39,7 @@ class _Recorder:
 
     def note(self, kind: str, detail: str, seconds: float) -> None:
         with self.lock:
-            slot = self.events[(kind, detail)][self.current or "<collection>"]
+            slot = self.events[(kind, scrub(detail))][self.current or "<collection>"]
             slot[0] += 1
             slot[1] += seconds
 
@@ -69,6 +70,14 @@ class _Recorder:
 
 _rec: _Recorder | None = None
 
+_ABSOLUTE = re.compile(r"(?<![\w.])/[^\s'\",)\]]+")
+
+
+def scrub(detail: str) -> str:
+    """A detail without this machine's paths: each absolute path as its last part (a clone's
+    folder, the user's cache and pytest's temporary folders differ from run to run)."""
+    return _ABSOLUTE.sub(lambda m: ".../" + Path(m.group(0).rstrip("/")).name, detail)
+
 
 def _patch(rec: _Recorder) -> None:
     """Wrap, in this process, what costs time: the first call of each is counted per test."""
@@ -80,11 +89,11 @@ def _patch(rec: _Recorder) -> None:
         return real_sleep(seconds)
     time.sleep = sleep
 
-    def argv_of(args, kwargs):
-        argv = args[0] if args else kwargs.get("args", "")
+    def argv_of(args, kwargs):  # Popen.__init__(self, args, ...)
+        argv = args[1] if len(args) > 1 else kwargs.get("args", "")
         if isinstance(argv, (list, tuple)):
             parts = [Path(str(a)).name if i == 0 else str(a) for i, a in enumerate(argv[:4])]
-            return " ".join(parts)
+            return " ".join(parts).split("\n")[0][:80]
         return str(argv).split("\n")[0][:60]
     subprocess.Popen.__init__ = rec.counted("subprocess", argv_of)(subprocess.Popen.__init__)
 
@@ -208,12 +217,17 @@ def by_fixture(run: dict) -> list[dict]:
 
 
 def by_event(run: dict) -> list[dict]:
-    out = []
+    merged: dict[tuple[str, str], dict] = {}
     for e in run["events"]:
-        per = e["per_test"].values()
-        out.append({"kind": e["kind"], "detail": e["detail"],
-                    "count": sum(p["count"] for p in per),
-                    "seconds": sum(p["seconds"] for p in per), "tests": len(e["per_test"])})
+        key = (e["kind"], scrub(e["detail"]))
+        m = merged.setdefault(key, {"kind": key[0], "detail": key[1], "count": 0,
+                                    "seconds": 0.0, "per": set()})
+        for test, p in e["per_test"].items():
+            m["count"] += p["count"]
+            m["seconds"] += p["seconds"]
+            m["per"].add(test)
+    out = [{**{k: v for k, v in m.items() if k != "per"}, "tests": len(m["per"])}
+           for m in merged.values()]
     return sorted(out, key=lambda e: (e["kind"], -e["seconds"]))
 
 

@@ -42,4 +42,4 @@ runs=(--run "before=benchmarks/results/test_suite/timing_before.json")
 [ "$label" = before ] || runs+=(--run "$label=benchmarks/results/test_suite/timing_$label.json")
 "$clone/.venv/bin/python" -m finrag.benchmarks.suite_timing "${runs[@]}" \
     --walls benchmarks/results/test_suite/walls.json \
-    --replaced benchmarks/data/test_suite_replaced.yaml --out "$out"
+    --replaced benchmarks/data/test_suite_replaced.yaml --out benchmarks/results/test_suite

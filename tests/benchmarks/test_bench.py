@@ -311,7 +311,7 @@ def test_bench_end_to_end_tiny(tmp_path, demo_index, demo_corpus):
     """Slow: ten `finrag bench` commands run in process: seven quality runs over one question
     by two systems (the first answers and judges it with the tiny profile's LLM), a perf run
     of four generated answers and two pareto runs, each writing its report and charts (about
-    70 s on two cores)."""
+    20 s on two cores)."""
     questions = demo_corpus.out_dir / "questions.jsonl"
     qout, pout, xout = tmp_path / "quality", tmp_path / "perf", tmp_path / "pareto"
     common = ["--index", demo_index, "--profile", "tiny", "--questions", questions]

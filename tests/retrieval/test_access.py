@@ -121,8 +121,8 @@ def test_a_pipeline_view_never_shows_another_collection(two_collections):
     `beta`'s companies by name, ticker, former name and description through every system
     that reads the index, and `beta`'s filings asked for by id: nothing of `beta` anywhere.
     Slow: sixteen answers by four systems on the tiny profile, each retrieved and reranked
-    without generation, and agentic's company checks by the 135M LLM, up to three an answer
-    (about 85 s on two cores)."""
+    without generation, and agentic's company checks by the tiny profile's LLM, up to three
+    an answer (about 30 s on two cores)."""
     from finrag.benchmarks.access_probes import probe_pipeline
     from finrag.retrieval.systems.pipelines import Pipeline
 
@@ -214,10 +214,9 @@ def test_a_filing_out_of_a_collection_or_deleted_is_out_of_every_variant(
     beside the index, a filing of `alpha` is taken out of it while a writer holds V-A (so V-A
     has not caught up), published, removed, and published again; the reader who lost it asks
     every system over the index and over the published root, and gets nothing of it. The
-    control: before, that reader read it through the variants too. About two minutes on two
-    cores: 25 answers by six systems on the tiny profile, and six runs of the command line;
+    control: before, that reader read it through the variants too. Slow: 25 answers by six systems on the tiny profile, and six runs of the command line;
     the variants themselves are built once a session (``two_collections_variants``).
-    Measured: about 105 s on two cores."""
+    Measured: about 45 s on two cores."""
     import shutil
 
     from finrag.benchmarks.access_probes import LEAVER, probe_leaving_in_process

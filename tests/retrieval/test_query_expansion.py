@@ -109,9 +109,9 @@ def test_the_deterministic_route_adds_the_expansion_call_alone(tiny):
 
 @pytest.mark.slow
 def test_when_the_router_llm_runs_its_one_call_carries_the_expansion(tiny):
-    """Slow: two calls to the tiny profile's 135M router LLM on transformers, each a JSON reply
+    """Two calls to the tiny profile's router LLM on transformers, each a JSON reply
     constrained to the router's schema, the first also writing the expansion's passage (about
-    60 s on two cores)."""
+    4 s on two cores)."""
     pipe = _pipeline(tiny, query_expansion=True)
     answer = pipe.answer(UNROUTED, "hdrr", generate=False)
     assert answer.routing.llm_called

@@ -72,7 +72,7 @@ def test_ray_batch_resumes_without_duplicates(demo_index, demo_corpus, tmp_path)
 def test_killed_batch_run_resumes(demo_index, demo_corpus, tmp_path):
     """SIGKILL a real `finrag batch` once it has written answers; the re-run answers only
     the rest, and every question ends up exactly once. Slow: two `finrag batch` subprocesses
-    each load the tiny profile, and between them answer all twelve questions (about 45 s on
+    each load the tiny profile, and between them answer all twelve questions (about 37 s on
     two cores)."""
     out = tmp_path / "answers.jsonl"
     cmd = [sys.executable, "-m", "finrag.serving.cli", "batch", str(demo_corpus.questions_path),
@@ -181,7 +181,7 @@ def test_a_batch_reads_only_its_collections(two_collections, demo_corpus, tmp_pa
     """`finrag batch --collection alpha` on Ray Data: the demo questions about beta's companies
     get nothing of beta (the scope travels to every actor). Slow: a Ray runtime starts in the
     subprocess and its actor loads the tiny profile before answering the twelve demo questions,
-    then a second run starts only to be refused (about 100 s on two cores)."""
+    then a second run starts only to be refused (about 53 s on two cores)."""
     from conftest import ALPHA, BETA, secrets_of
 
     out = tmp_path / "answers.jsonl"

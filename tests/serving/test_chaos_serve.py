@@ -95,7 +95,7 @@ def test_a_hung_replica_gives_504_and_healthz_names_it(served, questions):
 def test_killing_a_replica_under_load_loses_no_request(served, questions):
     """Slow: three clients keep asking the served app while a Retriever replica is killed, and
     the test waits for Serve to start a new one, for /healthz to pass and for the new replica
-    to answer (about 80 s on two cores)."""
+    to answer (about 17 s on two cores)."""
     pids = replica_pids(served["raydir"], "Retriever")
     assert len(pids) == 1, pids
     # the load runs from before the kill until the app is healthy again (at most 300 s)

@@ -65,7 +65,7 @@ def test_batch_loses_a_worker_node_and_no_answer_is_lost_or_doubled(
         cluster, demo_index, demo_corpus, tmp_path):
     """Slow: `finrag batch` runs in a subprocess on the two-node cluster, its two workers
     generating answers to ten questions on the tiny profile while a worker node is lost and
-    added back, and a second run resumes it if the loss ended the first (about 65 s on two
+    added back, and a second run resumes it if the loss ended the first (about 40 s on two
     cores)."""
     out = tmp_path / "answers.jsonl"
     args = ("batch", str(demo_corpus.questions_path), "--out", str(out), "--index",
@@ -124,7 +124,8 @@ def test_serve_across_nodes_answers_and_survives_losing_a_node(
         cluster, demo_index, demo_corpus, tmp_path):
     """Slow: the Serve app starts on a two-node Ray cluster, three clients keep asking it for
     generated answers, and the test waits for the lost node to come back and the Generator's
-    replica to restart on it and answer again (about 210 s on two cores)."""
+    replica to restart on it and answer again (about 70 s on two cores; one run here took
+    450 s, waiting on the replica's return)."""
     import shutil
 
     questions = [json.loads(line)["question"] for line in

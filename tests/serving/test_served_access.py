@@ -52,8 +52,8 @@ def test_a_token_reads_nothing_of_another_collection(served, demo_corpus):
     """The probe suite over HTTP (benchmarks/access_probes.py): answers by each system,
     streamed and OpenAI replies, the document list, another filing's page, refused tokens,
     and writes the tokens may not make. Slow: nineteen answers over HTTP on the tiny profile,
-    sixteen by the four systems without generation and three generated (about 160 s on two
-    cores, and about 35 s more for the module's fixture to start the app)."""
+    sixteen by the four systems without generation and three generated (about 45 s on two
+    cores, and about 30 s more for the module's fixture to start the app)."""
     tokens = served["tokens"]
     wrong = tokens["alpha"][:-2] + ("AA" if not tokens["alpha"].endswith("AA") else "BB")
     cases = probe_http(served["url"], {"reader": tokens["alpha"], "uploader": tokens["uploader"],
@@ -195,7 +195,7 @@ def test_a_filing_out_of_a_collection_or_deleted_is_out_of_every_variant(served,
     `alpha` over HTTP and beta's reader asks every system about it, then deletes it and
     alpha's reader asks every system: nothing of it in any reply, and the variants on disk
     drop it with the index. Slow: fourteen answers over HTTP by six systems on the tiny
-    profile, and a move and a delete that rewrite the index and both variants (about 55 s on
+    profile, and a move and a delete that rewrite the index and both variants (about 25 s on
     two cores)."""
     from finrag.benchmarks.access_probes import (LEAVER, LEAVER_QUESTION, VARIANT_SYSTEMS,
                                                  asked_over_http, probe_leaving_http)
