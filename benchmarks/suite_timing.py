@@ -244,6 +244,7 @@ def write_report(out: Path, runs: dict[str, dict], walls: dict[str, dict],
     of the first run that the last one no longer has -> the test(s) that check it now."""
     from finrag.benchmarks.report import pyplot, savefig
 
+    out.mkdir(parents=True, exist_ok=True)
     plt = pyplot()
     labels = list(runs)
     first, last = runs[labels[0]], runs[labels[-1]]
