@@ -57,8 +57,8 @@ test: $(STAMP)
 	bash deploy/setup-kuberay-crd.sh >/dev/null || echo "note: no KubeRay CRD; the KubeRay schema tests skip"
 	$(BIN)/python -m pytest -q
 
-# the inner loop (goal: under 3 minutes; benchmarks/results/test_suite): every test that needs no LLM, no Ray, no served app and no
-# vLLM; those are marked `slow` and, run here unmarked, fail naming what they started
+# the inner loop (goal: under 3 minutes; benchmarks/results/test_suite): every test that
+# needs no LLM, no Ray, no served app and no vLLM; those are marked `slow` and, run here unmarked, fail naming what they started
 test-fast: $(STAMP)
 	FINRAG_TEST_FAST=1 $(BIN)/python -m pytest -q -m "not slow"
 

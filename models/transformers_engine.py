@@ -106,17 +106,25 @@ class TransformersEngine(LLMEngine):
 
         class Pieces(TextStreamer):  # decoded text pieces to a callback, not to stdout
             def put(self, value) -> None:
-                # TextStreamer holds text back to the last space (a word may still grow): a
-                # long run without one (a URL, a rule of dashes) would arrive only at the end.
-                # Past _HELD characters it is sent, all but an unfinished UTF-8 character
-                super().put(value)
-                if not self.token_cache:
+                """TextStreamer's rule (text up to the last space, a word may still grow; all
+                of it at a newline or a CJK character), but a run of over _HELD characters
+                without a space (a URL, a rule of dashes) is sent too, all but an unfinished
+                UTF-8 character, instead of only at the end."""
+                if self.skip_prompt and self.next_tokens_are_prompt:
+                    self.next_tokens_are_prompt = False
                     return
+                self.token_cache.extend(value.reshape(-1).tolist())
                 text = self.tokenizer.decode(self.token_cache, **self.decode_kwargs)
-                held = text[self.print_len:].rstrip("\ufffd")
-                if len(held) >= _HELD:
-                    self.print_len += len(held)
-                    self.on_finalized_text(held)
+                if text.endswith("\n"):
+                    piece, self.token_cache, self.print_len = text[self.print_len:], [], 0
+                else:
+                    cut = max(text.rfind(" ") + 1, self.print_len)
+                    if text and self._is_chinese_char(ord(text[-1])):
+                        cut = len(text)
+                    elif len(text) - cut > _HELD:
+                        cut = max(len(text.rstrip("\ufffd")), self.print_len)
+                    piece, self.print_len = text[self.print_len:cut], cut
+                self.on_finalized_text(piece)
 
             def on_finalized_text(self, text: str, stream_end: bool = False) -> None:
                 if text:

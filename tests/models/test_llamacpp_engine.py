@@ -1,5 +1,5 @@
-"""The llama.cpp engine on the tiny-smollm2 profile's real packaged GGUF (SmolLM2-135M, Q4_1), read
-as it is. Skips where llama-cpp-python is not built, unless FINRAG_REQUIRE_LLAMACPP=1 (CI)."""
+"""The llama.cpp engine on the tiny-smollm2 profile's real packaged GGUF (SmolLM2-135M,
+Q4_1), read as it is. Skips where llama-cpp-python is not built, unless FINRAG_REQUIRE_LLAMACPP=1 (CI)."""
 
 import os
 
@@ -168,9 +168,9 @@ def test_outlines_backend_on_llamacpp_is_schema_valid(profile):
 @pytest.mark.slow
 def test_engine_benchmark_compares_engines_on_the_same_prompts(tmp_path):
     """Slow: `finrag bench engines` runs each engine in a process of its own, loading the
-    tiny-smollm2 profile's 135M model on transformers and on llama.cpp, answering a warm-up and two
-    FinanceBench prompts and parsing a FinanceBench 10-K to write V-B contexts for two of its
-    chunks (about 55 s on two cores)."""
+    tiny-smollm2 profile's 135M model on transformers and on llama.cpp, answering a warm-up
+    and two FinanceBench prompts and parsing a FinanceBench 10-K to write V-B contexts for two
+    of its chunks (about 59 s on two cores)."""
     import json
     import subprocess
     import sys
@@ -178,7 +178,8 @@ def test_engine_benchmark_compares_engines_on_the_same_prompts(tmp_path):
     need_shared(FINANCEBENCH)
     out = tmp_path / "engines"
     done = subprocess.run(
-        [sys.executable, "-m", "finrag.serving.cli", "bench", "engines", "--profile", "tiny-smollm2",
+        [sys.executable, "-m", "finrag.serving.cli", "bench", "engines",
+         "--profile", "tiny-smollm2",
          "--engines", "transformers,llamacpp", "--questions", "2", "--max-tokens", "12",
          "--contexts", "2", "--out", str(out)],
         capture_output=True, text=True, timeout=900)

@@ -112,8 +112,8 @@ def test_load_llm_picks_the_profile_engine():
     from finrag.models.transformers_engine import TransformersEngine
 
     tiny = load_config(env={}).active("tiny")
-    assert isinstance(load_llm(tiny, "router"), TransformersEngine)
-    assert load_llm(tiny, "router").model_id == "tiny:llm"  # built once into the cache
+    engine = load_llm(tiny, "router")
+    assert isinstance(engine, TransformersEngine) and engine.model_id == "tiny:llm"
     tiny = load_config(env={}).active("tiny-smollm2")
     resolve_role(tiny, "router", prepare=True)
     engine = load_llm(tiny, "router")

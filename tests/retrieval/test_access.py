@@ -214,7 +214,8 @@ def test_a_filing_out_of_a_collection_or_deleted_is_out_of_every_variant(
     beside the index, a filing of `alpha` is taken out of it while a writer holds V-A (so V-A
     has not caught up), published, removed, and published again; the reader who lost it asks
     every system over the index and over the published root, and gets nothing of it. The
-    control: before, that reader read it through the variants too. Slow: 25 answers by six systems on the tiny profile, and six runs of the command line;
+    control: before, that reader read it through the variants too. Slow: 25 answers by six
+    systems on the tiny profile, and six runs of the command line;
     the variants themselves are built once a session (``two_collections_variants``).
     Measured: about 45 s on two cores."""
     import shutil

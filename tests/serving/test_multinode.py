@@ -124,8 +124,8 @@ def test_serve_across_nodes_answers_and_survives_losing_a_node(
         cluster, demo_index, demo_corpus, tmp_path):
     """Slow: the Serve app starts on a two-node Ray cluster, three clients keep asking it for
     generated answers, and the test waits for the lost node to come back and the Generator's
-    replica to restart on it and answer again (about 70 s on two cores; one run here took
-    450 s, waiting on the replica's return)."""
+    replica to restart on it and answer again (about 70 s on two cores; two runs of
+    the module took about 445 s here, the cause not found)."""
     import shutil
 
     questions = [json.loads(line)["question"] for line in
