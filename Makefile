@@ -58,9 +58,11 @@ test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
 # the inner loop (goal: under 3 minutes; benchmarks/results/test_suite): every test that
-# needs no LLM, no Ray, no served app and no vLLM; those are marked `slow` and, run here unmarked, fail naming what they started
+# needs no LLM, no Ray, no served app and no vLLM; those are marked `slow` and, run here unmarked, fail naming what they started.
+# Two workers: its tests are index builds and parses, and one process leaves a core idle
+# between forward passes
 test-fast: $(STAMP)
-	FINRAG_TEST_FAST=1 $(BIN)/python -m pytest -q -m "not slow"
+	FINRAG_TEST_FAST=1 $(BIN)/python -m pytest -q -m "not slow" -n 2
 
 bench-ingest: $(STAMP)
 	$(BIN)/python -m finrag.benchmarks.ingest_search

@@ -18,6 +18,7 @@ FINANCEBENCH = SHARED / "data" / "financebench"
 # a CI without the browser, the vLLM venv or the shared data must not pass by skipping.
 # Elsewhere it skips and says why.
 IN_CI = os.environ.get("CI", "").lower() not in ("", "0", "false", "no")
+EMBED_CACHE = os.environ.get("FINRAG_TEST_EMBED_CACHE", "on")  # read before tests clear FINRAG_*
 
 
 def missing(what: str, *, require_env: str | None = None, module: bool = False,
@@ -65,9 +66,16 @@ def need_weights(profile_name: str) -> None:
 
 @pytest.fixture(scope="session")
 def embedder():
+    """The packaged MiniLM, its vectors of texts seen in earlier runs read from a disk cache
+    keyed by weights, code and libraries (tests/embedding_cache.py)."""
+    from embedding_cache import CachedEmbedder
     from finrag.models.embedders import load_embedder
+    from finrag.models.weights import MINILM_L6_V2
 
-    return load_embedder("minilm")
+    model = load_embedder("minilm")
+    if EMBED_CACHE == "off":
+        return model
+    return CachedEmbedder(model, MINILM_L6_V2.sha256)
 
 
 @pytest.fixture(scope="session")
