@@ -63,15 +63,15 @@ class FactValue:
     first_filed: dict[str, Any] | None = None
     doc_id: str | None = None  # a value read from a PDF's statement table: its document and page
     page: int | None = None
+    first_year: int | None = None  # a value over fiscal years (a mean, a CAGR): the first one
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @property
     def period_label(self) -> str:
-        if "-year average" in self.label and self.label[:1].isdigit():
-            first = self.fiscal_year - int(self.label.split("-")[0]) + 1
-            return f"FY{first}–FY{self.fiscal_year}"
+        if self.first_year is not None:
+            return f"FY{self.first_year}–FY{self.fiscal_year}"
         if self.period == "FY":
             return f"FY{self.fiscal_year} (year ended {self.end})"
         if self.period == "Q":
@@ -245,6 +245,48 @@ class FactsAnswerer(FactsSource):
             for u in used)
         return v, ""
 
+    def _cagr(self, company: FactCompany, metric: Metric, periods: list[tuple[int, int | None]],
+              q: FactQuery) -> tuple[FactValue | None, str, str]:
+        """The compound annual growth rate from the first to the last fiscal year asked:
+        (end / start)^(1/years) − 1, years = end FY − start FY. A span the question gives with
+        one year ("the 3-year CAGR as of FY2023", "over the last 3 years") counts back from it.
+        Returns (value, what the facts lack, why the rate is not defined from what they hold)."""
+        label = metric.label[0].lower() + metric.label[1:]
+        years = sorted({y for y, _ in periods})
+        if q.span and (len(years) == 1 or q.last_n):
+            years = [years[-1] - q.span, years[-1]]
+        if len(years) < 2:
+            return None, (f"a compound annual growth rate of {label} needs a first and a last "
+                          f"fiscal year; the question names only FY{years[0]}"), ""
+        first, last = years[0], years[-1]
+        n = last - first
+        ends, absent = [], []
+        for year in (first, last):
+            v, why = self.value(company, metric, year, None)
+            ends.append(v)
+            if v is None:
+                absent.append(why)
+        if absent:
+            return None, (f"no {n}-year compound annual growth rate of {label} "
+                          f"(FY{first}–FY{last}): " + "; ".join(absent)), ""
+        start, end = ends
+        display = self._display(metric.key) or metric.display
+        stated = "; ".join(f"{label} FY{v.fiscal_year} = {_num(v.value, v.unit, display=display)}"
+                           f"{_source(v)}" for v in ends)
+        if start.value <= 0 or end.value <= 0:
+            return None, "", (f"a {n}-year compound annual growth rate of {label} "
+                              f"(FY{first}–FY{last}) cannot be computed: it is defined only "
+                              f"between two positive values, and {stated}.")
+        v = FactValue(**{**end.to_dict(), "first_filed": None})
+        v.metric, v.label = f"{metric.key}_cagr", f"{n}-year compound annual growth rate of {label}"
+        v.value = (end.value / start.value) ** (1 / n) - 1
+        v.unit, v.derived, v.first_year, v.start = "pure", True, first, start.start
+        v.period, v.fiscal_quarter = "FY", None
+        v.concept = " ".join(dict.fromkeys((start.concept, end.concept)))
+        v.formula = (f"(end / start)^(1/years) − 1, years = FY{last} − FY{first} = {n}: "
+                     f"{stated}")
+        return v, "", ""
+
     def _unsupported_metric(self, company: FactCompany, metric: Metric) -> str | None:
         """When a metric's inputs include a line the company reports in no year the facts
         hold ("operating income" of a card issuer), say the statements do not support it."""
@@ -260,7 +302,7 @@ class FactsAnswerer(FactsSource):
                 else:
                     walk(inner, depth + 1)
         walk(metric)
-        absent = [m for m in leaves if not self._years(company, m)]
+        absent = [m for m in leaves if not self._reported(company, m)]
         years = self.store.fiscal_years(company.cik)
         if not absent or not years:
             return None
@@ -268,6 +310,17 @@ class FactsAnswerer(FactsSource):
         return (f"{metric.label} is not a useful metric for {company.name} on its own "
                 f"statements: they report no {lines} line in any year the facts hold "
                 f"(FY{years[0]}–FY{years[-1]}); the measure does not apply to them.")
+
+    def _reported(self, company: FactCompany, metric: Metric, depth: int = 0) -> bool:
+        """Whether the company reports the metric's line in a year the facts hold, or every
+        input of its formula, from which it is derived (gross profit: revenue and cost of
+        revenue)."""
+        if metric.concepts and self._years(company, metric):
+            return True
+        if not metric.formula or depth >= _FORMULA_DEPTH:
+            return False
+        inputs = [self.concepts.metrics.get(k) for k in metric.formula_names]
+        return all(m is not None and self._reported(company, m, depth + 1) for m in inputs)
 
     def _display(self, key: str) -> str | None:
         metric = self.concepts.metrics.get(key)
@@ -329,20 +382,33 @@ class FactsAnswerer(FactsSource):
                 periods, note = self.periods_for(company, q, metric)
                 if q.trend is not None:
                     periods = q.trend.periods(periods)
+                if q.average and q.span and len(periods) == 1:  # "the 3-year average as of FY2019"
+                    year, quarter = periods[0]
+                    periods = [(year - back, quarter) for back in range(q.span - 1, -1, -1)]
                 if not periods:
                     missing.append(f"{company.name}: no {metric.label.lower()} in the facts")
                     requested += 1
                     continue
                 found: list[FactValue] = []
-                for year, quarter in periods:
+                if q.cagr:
                     requested += 1
-                    v, why = self.value(company, metric, year, quarter)
-                    if v is None:
+                    v, why, said_instead = self._cagr(company, metric, periods, q)
+                    found = [v] if v is not None else []
+                    if why:
                         missing.append(f"{company.name}: {why}")
-                    else:
-                        found.append(v)
-                series = q.route == "timeseries"
-                if q.average and len(found) > 1:
+                    if said_instead:  # the endpoints are in the facts; the rate is not defined
+                        lines.append(f"{company.name}: {said_instead}")
+                    metric = _cagr_metric(metric, found[0].label if found else "")  # said as a rate
+                else:
+                    for year, quarter in periods:
+                        requested += 1
+                        v, why = self.value(company, metric, year, quarter)
+                        if v is None:
+                            missing.append(f"{company.name}: {why}")
+                        else:
+                            found.append(v)
+                series = q.route == "timeseries" and not q.cagr
+                if q.average and len(periods) > 1:
                     if len(found) < len(periods):  # a mean of some of the years is not asked
                         found = []
                     else:
@@ -472,12 +538,32 @@ def _mean(found: list[FactValue], metric: Metric, display: str | None) -> FactVa
     v.value = sum(f.value for f in found) / len(found)
     v.derived = True
     v.label = f"{len(found)}-year average {metric.label[0].lower()}{metric.label[1:]}"
-    v.start = found[0].start
-    v.formula = (f"mean of FY{found[0].fiscal_year}–FY{found[-1].fiscal_year}: "
-                 + "; ".join(f"FY{f.fiscal_year} = "
-                             f"{_num(f.value, f.unit, display=display or metric.display)}"
-                             for f in found))
+    v.start, v.first_year = found[0].start, found[0].fiscal_year
+    span = f"FY{found[0].fiscal_year}–FY{found[-1].fiscal_year}"
+    shown = display or metric.display
+    if metric.kind != "ratio":
+        v.formula = f"mean of {span}: " + "; ".join(
+            f"FY{f.fiscal_year} = {_num(f.value, f.unit, display=shown)}" for f in found)
+        return v
+    # each year's ratio from that year's lines, then their mean (not the summed lines' ratio)
+    how = f" ({metric.formula} in each year)" if metric.formula else ""
+    v.formula = f"the mean of each year's ratio{how}, {span}: " + "; ".join(
+        f"FY{f.fiscal_year} = {_num(f.value, f.unit, display=shown)} "
+        f"({_inputs(f, metric) or _source(f).strip(' []')})" for f in found)
     return v
+
+
+def _inputs(v: FactValue, metric: Metric) -> str:
+    """The inputs part of a formula value's statement ("capex FY2020 = $X [10-K filed …]")."""
+    if not v.derived or not v.formula:
+        return ""
+    return v.formula.removeprefix(f"{metric.formula}: ")
+
+
+def _cagr_metric(metric: Metric, label: str) -> Metric:
+    """How a compound annual growth rate of ``metric`` is written: a percentage."""
+    return Metric(f"{metric.key}_cagr", label or f"Compound annual growth rate of "
+                  f"{metric.label[0].lower()}{metric.label[1:]}", kind="ratio", display="percent")
 
 
 def _calendars_line(companies: list[FactCompany]) -> str:

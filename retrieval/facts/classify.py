@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from finrag.retrieval.routing.calendars import read_periods
-from finrag.retrieval.facts.concepts import ConceptTable, Metric
+from finrag.retrieval.facts.concepts import ConceptTable, Metric, MetricMention
 from finrag.retrieval.facts.definitions import Defined, DefinitionError, asked_definition
 from finrag.retrieval.facts.judgements import JudgementAsk, read_judgement
 from finrag.retrieval.facts.trends import TrendAsk, read_trend
@@ -73,6 +73,12 @@ _GROWTH = re.compile(r"\b(?:year[\s-]+(?:over|on)[\s-]+year|yoy)\s+(?:change|gro
                      r"(?:FY|fiscal|20\d\d))", re.I)
 _AVERAGE = re.compile(r"\b(?:\d+|two|three|four|five)[\s-]+years?\s+average\b|"
                       r"\baverage\s+(?:over|across)\b", re.I)
+_CAGR = re.compile(r"\bCAGR\b|\bcompound(?:ed)?\s+annual(?:ized)?\s+growth(?:\s+rate)?\b", re.I)
+# "2-year", "three year": how many fiscal years an average or a CAGR spans
+_SPAN = re.compile(r"\b(\d{1,2}|two|three|four|five|six|seven|eight|nine|ten)[\s-]+years?\b", re.I)
+# "capex as a % of revenue", "R&D as a percentage of net sales": the first line over the second
+_SHARE_OF = re.compile(r"\s*(?:as\s+(?:a\s+|an\s+)?|in\s+)?(?:%|percent(?:age)?|share|proportion|"
+                       r"fraction)\s+of\s+(?:the\s+|its\s+|their\s+)?$", re.I)
 _AMOUNT = re.compile(r"\b(?:how\s+much|how\s+many|amount|total|spen[dt]|paid|pay|earn\w*|"
                      r"value|figure|worth|\$)", re.I)
 
@@ -89,6 +95,8 @@ class FactQuery:
     reason: str = ""
     unit: UnitRequest = field(default_factory=UnitRequest)  # the unit the answer is asked in
     average: bool = False  # "the FY2018 - FY2020 3 year average": one mean over the periods
+    cagr: bool = False  # "the 2-year revenue CAGR from FY2017 to FY2019": first to last year
+    span: int | None = None  # the years an average or a CAGR spans, as said ("3-year")
     # the question's own definition, as read ("ROA = FY2022 net income / (average …)"), or why
     # it did not read (the table's definition answers then, and says so)
     definition: str | None = None
@@ -120,7 +128,7 @@ def classify(question: str, concepts: ConceptTable) -> FactQuery:
         if re.search(rf"\b(?:{pattern})\b", text, re.I):
             statement = statement or name
             text = re.sub(rf"\b(?:{pattern})\b", " ", text, flags=re.I)  # "cash" is not a metric here
-    mentions = _in_the_question(concepts.find(text), text)
+    mentions = _in_the_question(_shares_of(concepts.find(text), text, concepts), text)
     metrics = [_margin_if_asked(m, text) for m in mentions] or concepts.scattered(text)
     metrics = _without_inputs(metrics, concepts)
     defined, definition_error = None, None
@@ -130,7 +138,8 @@ def classify(question: str, concepts: ConceptTable) -> FactQuery:
         definition_error = str(err)
     if defined is not None:
         metrics = [as_defined(defined, metrics[0] if metrics else None, concepts)] + metrics[1:]
-    if metrics and _GROWTH.search(question) and not uses_prior_year(
+    cagr = bool(_CAGR.search(question))
+    if metrics and _GROWTH.search(question) and not cagr and not uses_prior_year(
             parse_formula(metrics[0].formula or "0")):
         metrics = [growth_of(metrics[0], concepts)] + metrics[1:]
     found = read_periods(question)
@@ -144,7 +153,8 @@ def classify(question: str, concepts: ConceptTable) -> FactQuery:
     if last:
         count = last.group(1).casefold()
         last_n = (int(count) if count.isdigit() else _NUMBERS[count], last.group(2).casefold())
-    if metrics and all(m.formula and uses_prior_year(parse_formula(m.formula)) for m in metrics):
+    if metrics and not cagr and all(m.formula and uses_prior_year(parse_formula(m.formula))
+                                    for m in metrics):
         # "from FY2016 to FY2017", "between FY2021 and FY2022": the formula reads the prior
         # year itself, so the question asks for the later year only
         years = [y for y, qq in found.periods if y and qq is None]
@@ -152,11 +162,17 @@ def classify(question: str, concepts: ConceptTable) -> FactQuery:
             found.periods = [p for p in found.periods if p[0] != min(years) or p[1] is not None]
     q = FactQuery("narrative", metrics, statement, found.periods, found.calendar_years,
                   found.dates, last_n, unit=read_request(full),
-                  average=bool(_AVERAGE.search(question)),
+                  average=bool(_AVERAGE.search(question)) and not cagr, cagr=cagr,
                   definition=defined.text if defined else None, definition_error=definition_error)
+    if (q.average or q.cagr) and (span := _SPAN.search(question)):
+        count = span.group(1).casefold()
+        q.span = int(count) if count.isdigit() else _NUMBERS[count]
+    elif q.cagr and last_n and last_n[1] == "years":
+        q.span = last_n[0]
     q.asks_relevance = bool(_RELEVANCE.search(full))
     q.judgement = read_judgement(question, [m.key for m in metrics])
     if q.judgement is not None:  # its measure answers, with the figures explained
+        q.cagr, q.span = False, None  # the rule names its own measure
         key = q.judgement.metric_key
         q.metrics = [concepts[key] if key in concepts.metrics
                      else growth_of(concepts[key.removesuffix("_pct_change")], concepts)]
@@ -233,6 +249,27 @@ def _in_the_question(mentions: list, text: str) -> list:
     start = max(text.rfind(mark, 0, end) for mark in (". ", "! ", "? ", ": ", "\n")) + 1
     asked = [m for m in mentions if start <= m.start < end]
     return asked or mentions
+
+
+def _shares_of(mentions: list, text: str, concepts: ConceptTable) -> list:
+    """"capex as a % of revenue": two mentions read as one ratio, the table's own when it has
+    that formula (capex_to_revenue), else a ratio of the two lines."""
+    out = list(mentions)
+    for i in range(len(out) - 1):
+        a, b = out[i], out[i + 1]
+        if a is None or not _SHARE_OF.match(text[a.end:b.start]) or \
+                a.metric.kind not in ("flow", "stock") or b.metric.kind not in ("flow", "stock"):
+            continue
+        formula = f"{a.metric.key} / {b.metric.key}"
+        same = _expanded(parse_formula(formula), concepts)
+        metric = next((m for m in concepts.metrics.values() if m.formula and not m.concepts
+                       and _expanded(parse_formula(m.formula), concepts) == same), None)
+        metric = metric or Metric(f"{a.metric.key}_to_{b.metric.key}",
+                                  f"{a.metric.label} as a share of {b.metric.label[0].lower()}"
+                                  f"{b.metric.label[1:]}", formula=formula, kind="ratio",
+                                  display="percent")
+        out[i], out[i + 1] = MetricMention(metric, text[a.start:b.end], a.start, b.end), None
+    return [m for m in out if m is not None]
 
 
 def _margin_if_asked(mention, text: str) -> Metric:

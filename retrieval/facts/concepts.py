@@ -36,6 +36,7 @@ class Metric:
     statement: str | None = None
     display: str | None = None  # a ratio's default wording: percent (margins) or number (days, turnover)
     better: str = "higher"  # which way is an improvement: lower for days outstanding, leverage
+    source: str | None = None  # where a computed measure's definition comes from
 
     @property
     def formula_names(self) -> list[str]:
@@ -98,7 +99,7 @@ class ConceptTable:
     def add(self, key: str, **values: Any) -> Metric:
         """Add a metric, or replace the given fields of a known one."""
         known = {"label", "concepts", "phrases", "formula", "kind", "statement", "display",
-                 "better"}
+                 "better", "source"}
         if unknown := set(values) - known:
             raise ValueError(f"unknown field(s) {sorted(unknown)}; known: {sorted(known)}")
         old = self.metrics.get(key)

@@ -80,6 +80,8 @@ def test_classify_answers_with_the_definition_or_says_why_not(concepts):
                  "Walmart? Define unadjusted EBITDA as unadjusted operating income + depreciation "
                  "and amortization from the cash flow statement.", concepts)
     assert q.metrics[0].key == "ebitda_margin"  # the table's EBITDA is that definition
+    assert q.average and q.span == 3 and sorted(q.periods) == [(2018, None), (2019, None),
+                                                               (2020, None)]
     q = classify("What is X's FY2020 EBITDA margin? Define EBITDA as operating income + "
                  "depreciation and amortization + stock based compensation.", concepts)
     assert q.metrics[0].formula == ("(operating_income + depreciation_amortization + "

@@ -515,3 +515,180 @@ def test_a_definition_that_does_not_read_is_said_and_nothing_is_computed(pipe):
                     "as: FY2024 revenue / FY2024 headcount.")
     assert a.facts == [] and a.route == "narrative"
     assert "'headcount' is not a metric of the table" in a.facts_note
+
+
+# --- metrics computed over several years, and from lines derived before any verdict ----------
+
+_LINES = {  # concept -> {fiscal year: value}; a duration unless the concept is a balance
+    "Revenues": {2017: 1_000e6, 2018: 1_100e6, 2019: 1_210e6, 2020: 2_000e6, 2021: 3_000e6,
+                 2022: 4_000e6},
+    "PaymentsToAcquirePropertyPlantAndEquipment": {2019: 121e6, 2020: 300e6, 2021: 600e6},
+    "NetIncomeLoss": {2017: -50e6, 2018: 100e6, 2019: 121e6},
+    "CostOfRevenue": {2020: 1_200e6, 2021: 1_500e6, 2022: 2_400e6},
+    "OperatingIncomeLoss": {2022: 600e6},
+    "DepreciationDepletionAndAmortization": {2022: 200e6},
+}
+_BALANCES = {"AccountsPayableCurrent": {2021: 300e6, 2022: 500e6},
+             "InventoryNet": {2021: 150e6, 2022: 250e6}}
+
+
+@pytest.fixture()
+def pines():
+    """A small in-memory facts store: one company on a calendar year, each year's lines filed
+    in the next February's 10-K."""
+    import sqlite3
+
+    from finrag.retrieval.facts.answer import FactsAnswerer
+    from finrag.retrieval.facts.concepts import default_concepts
+    from finrag.retrieval.facts.model import Fact
+    from finrag.retrieval.facts.store import FactStore
+    from finrag.retrieval.routing.companies import Company
+
+    def fact(concept, year, value, instant=False):
+        return Fact(cik="0000000042", concept=f"us-gaap:{concept}", unit="USD",
+                    start=None if instant else f"{year}-01-01", end=f"{year}-12-31", value=value,
+                    form="10-K", accession=f"0000000042-{year - 1999:02d}-000001",
+                    filed=f"{year + 1}-02-15", source="companyfacts:0000000042")
+
+    facts = [fact(c, y, v) for c, years in _LINES.items() for y, v in years.items()]
+    facts += [fact(c, y, v, instant=True) for c, years in _BALANCES.items()
+              for y, v in years.items()]
+    store = FactStore(sqlite3.connect(":memory:"))
+    company = Company(key="PINES", name="Quiet Pines", cik="42", fiscal_year_end="12-31")
+    store.add("companyfacts:0000000042", "sha", company, facts)
+    return FactsAnswerer(store, default_concepts()), store.company("PINES")
+
+
+def _ask(pines, question):
+    from finrag.retrieval.facts.classify import classify
+
+    answerer, company = pines
+    return answerer.answer(classify(question, answerer.concepts), [company])
+
+
+def test_a_multi_year_average_of_a_share_is_the_mean_of_each_years_ratio(pines):
+    r = _ask(pines, "What is the FY2019–FY2021 3-year average of capex as a % of revenue for "
+                    "Quiet Pines?")
+    [v] = r.values
+    assert v.metric == "capex_to_revenue" and v.unit == "pure" and v.derived
+    # 10%, 15% and 20% a year: their mean, not the summed lines' ratio (1,021 / 6,210 = 16.4%)
+    assert v.value == pytest.approx((0.10 + 0.15 + 0.20) / 3, abs=1e-15)
+    assert (v.first_year, v.fiscal_year, v.period_label) == (2019, 2021, "FY2019–FY2021")
+    assert ("3-year average capital expenditures as a share of revenue, FY2019–FY2021: 15.0%"
+            in r.text)
+    assert "the mean of each year's ratio (capex / revenue in each year)" in r.text
+    assert ("FY2019 = 10.0% (capex FY2019 = $121 million [10-K filed 2020-02-15]; revenue FY2019 "
+            "= $1,210 million [10-K filed 2020-02-15])") in r.text
+    assert "FY2021 = 20.0% (capex FY2021 = $600 million [10-K filed 2022-02-15]" in r.text
+
+
+def test_a_multi_year_average_margin_named_by_its_span_and_last_year(pines):
+    for question in ("What is Quiet Pines's 3 year average net profit margin FY2017-FY2019?",
+                     "What is Quiet Pines's 3 year average net profit margin as of FY2019?"):
+        r = _ask(pines, question)
+        [v] = r.values
+        assert v.metric == "net_margin" and v.first_year == 2017, question
+        assert v.value == pytest.approx((-0.05 + 100 / 1_100 + 0.10) / 3, abs=1e-15)
+        assert "the mean of each year's ratio (net_income / revenue in each year)" in r.text
+        assert ("FY2017 = -5.0% (net_income FY2017 = -$50.0 million [10-K filed 2018-02-15]"
+                in r.text)
+    # a year missing: no mean of the others, and the gap is said
+    r = _ask(pines, "What is Quiet Pines's 3 year average net profit margin FY2019-FY2021?")
+    assert not r.values and "no net profit margin for FY2020" in r.text
+
+
+def test_a_cagr_compounds_from_the_first_to_the_last_year(pines):
+    r = _ask(pines, "What is the 2-year revenue CAGR from FY2017 to FY2019 for Quiet Pines?")
+    [v] = r.values
+    assert v.metric == "revenue_cagr" and v.unit == "pure" and v.derived
+    assert v.value == pytest.approx(0.10, abs=1e-12)  # (1,210 / 1,000)^(1/2) - 1
+    assert (v.first_year, v.fiscal_year, v.end) == (2017, 2019, "2019-12-31")
+    assert "2-year compound annual growth rate of revenue, FY2017–FY2019: 10.0%" in r.text
+    assert ("(end / start)^(1/years) − 1, years = FY2019 − FY2017 = 2: revenue FY2017 = $1,000 "
+            "million [10-K filed 2018-02-15]; revenue FY2019 = $1,210 million [10-K filed "
+            "2020-02-15]") in r.text
+    # the years are the named endpoints' distance; a span and one year count back from it
+    r = _ask(pines, "What is Quiet Pines's three-year compound annual growth rate of revenue as "
+                    "of FY2020?")
+    [v] = r.values
+    assert v.value == pytest.approx(2 ** (1 / 3) - 1, abs=1e-12) and v.first_year == 2017
+    assert "years = FY2020 − FY2017 = 3" in r.text
+
+
+def test_a_cagr_without_two_positive_endpoints_is_refused_saying_why(pines):
+    r = _ask(pines, "What is the revenue CAGR from FY2015 to FY2019 for Quiet Pines?")
+    assert not r.values
+    assert r.missing == ["Quiet Pines: no 4-year compound annual growth rate of revenue "
+                         "(FY2015–FY2019): no revenue for FY2015"]
+    r = _ask(pines, "What is Quiet Pines's 2-year CAGR of net income from FY2017 to FY2019?")
+    assert not r.values and not r.missing
+    assert r.text == ("Quiet Pines: a 2-year compound annual growth rate of net income "
+                      "(FY2017–FY2019) cannot be computed: it is defined only between two "
+                      "positive values, and net income FY2017 = -$50.0 million [10-K filed "
+                      "2018-02-15]; net income FY2019 = $121 million [10-K filed 2020-02-15].")
+
+
+def test_questions_that_ask_no_mean_or_cagr_are_answered_as_before(pines):
+    from finrag.retrieval.facts.classify import classify
+
+    r = _ask(pines, "What was Quiet Pines's revenue in FY2019?")
+    [v] = r.values
+    assert (v.metric, v.value, v.first_year) == ("revenue", 1_210e6, None)
+    assert r.text.startswith("Quiet Pines revenue, FY2019 (year ended 2019-12-31): $1,210 million")
+    r = _ask(pines, "Quiet Pines revenue from FY2017 to FY2019")
+    assert [v.value for v in r.values] == [1_000e6, 1_100e6, 1_210e6]
+    assert "Change from FY2017 to FY2019: +$210 million (+21.0%)." in r.text
+    assert "mean" not in r.text and "compound" not in r.text
+    # year-over-year growth is one year's change, not a CAGR
+    q = classify("What is the FY2018 - FY2019 revenue growth rate for Quiet Pines?",
+                 pines[0].concepts)
+    assert [m.key for m in q.metrics] == ["revenue_pct_change"] and not q.cagr
+    # two lines named side by side stay two metrics
+    q = classify("What were Quiet Pines's capex and revenue in FY2019?", pines[0].concepts)
+    assert [m.key for m in q.metrics] == ["capex", "revenue"] and not q.average
+
+
+def test_a_line_one_subtraction_away_is_not_called_unreported(pines):
+    """Quiet Pines files no gross profit line, but revenue and cost of revenue: gross margin
+    applies to it (and any metric with concepts and a formula is treated alike)."""
+    from finrag.retrieval.facts.concepts import Metric
+
+    answerer, company = pines
+    concepts = answerer.concepts
+    assert answerer._years(company, concepts["gross_profit"]) == []
+    assert answerer._unsupported_metric(company, concepts["gross_margin"]) is None
+    r = _ask(pines, "What drove gross margin change as of FY2030 for Quiet Pines? If gross "
+                    "margin is not a useful metric for a company like this, then please state "
+                    "that and explain why.")
+    assert not r.verdicts and "not a useful metric" not in r.text
+    assert "no year-over-year change in gross margin for FY2030" in r.text
+    r = _ask(pines, "What is Quiet Pines's FY2021 gross margin?")
+    assert r.values[0].value == pytest.approx(0.5)  # (3,000 - 1,500) / 3,000
+    # a line neither reported nor derivable still is: no SG&A, no S&M or G&A to add up
+    said = answerer._unsupported_metric(company, Metric("sga_ratio", "SG&A ratio",
+                                                        formula="sga / revenue", kind="ratio"))
+    assert said.startswith("SG&A ratio is not a useful metric for Quiet Pines on its own "
+                           "statements: they report no selling, general and administrative "
+                           "expense line in any year the facts hold (FY2017–FY2022)")
+
+
+def test_ebitda_margin_and_dpo_are_computed_by_their_stated_definitions(pines):
+    from finrag.retrieval.facts.concepts import default_concepts
+
+    r = _ask(pines, "What is Quiet Pines's FY2022 EBITDA margin?")
+    [v] = r.values
+    assert (v.metric, v.value) == ("ebitda_margin", pytest.approx(0.2))  # (600 + 200) / 4,000
+    assert r.route == "metric_lookup" and "ebitda / revenue: ebitda FY2022 = $800 million" in r.text
+    for phrase in ("days payable outstanding", "DPO"):
+        r = _ask(pines, f"What is Quiet Pines's FY2022 {phrase}?")
+        [v] = r.values
+        # 365 * average payables / purchases (cost of revenue + the change in inventory)
+        assert v.metric == "days_payable_outstanding" and r.route == "metric_lookup"
+        assert v.value == pytest.approx(365 * 400e6 / 2_500e6, abs=1e-9) and "58.40" in r.text
+    concepts = default_concepts()
+    assert concepts["ebitda"].formula == "operating_income + depreciation_amortization"
+    assert concepts["depreciation_amortization"].statement == "cash_flow"
+    for key in ("ebitda", "ebitda_margin", "days_payable_outstanding", "days_sales_outstanding",
+                "days_inventory_outstanding", "cash_conversion_cycle"):
+        assert concepts[key].source, key
+    assert "unadjusted" in concepts["ebitda"].label.lower()
