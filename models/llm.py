@@ -7,8 +7,9 @@ tokenizer) and its latency. ``generate_json`` returns objects valid for a pydant
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, TypeVar
+from typing import Any, Callable, Protocol, Sequence, TypeVar
 
 from pydantic import BaseModel
 
@@ -66,6 +67,21 @@ class LLMEngine(Protocol):
         ...
 
     def count_tokens(self, text: str) -> int:
+        ...
+
+    def token_ids(self, text: str) -> list[int]:
+        """Tokens of ``text`` alone (no special tokens added)."""
+        ...
+
+    def render(self, prompt: str | list[dict]) -> str:
+        """The text the model reads for ``prompt`` (chat messages through its chat template,
+        the assistant turn opened); a string as it is."""
+        ...
+
+    def next_token_logprobs(self, prompts: list[str | list[dict]], token_ids: list[int], *,
+                            batch_size: int = 4) -> list[list[float]]:
+        """Per prompt, the log-probability of each of ``token_ids`` as the next token; nothing
+        generated. An engine that cannot read them raises NotImplementedError."""
         ...
 
 
@@ -132,3 +148,36 @@ def generate_json_with_retries(generate_one: Callable[[str | list[dict], Samplin
             f"{attempts} attempt(s) (last budget {run.max_tokens} tokens)",
             {i: failed[i] for i in pending})
     return results  # type: ignore[return-value]
+
+
+# the next token as a yes/no answer: each word's single-token forms (small chat models often
+# start with "Yes" or " yes"), pooled
+YES_FORMS = ("yes", "Yes", " yes", " Yes")
+NO_FORMS = ("no", "No", " no", " No")
+
+
+def single_token_ids(engine, forms: Sequence[str]) -> list[int]:
+    """The ids of those of ``forms`` that are one token of ``engine``'s tokenizer."""
+    ids = []
+    for form in forms:
+        encoded = engine.token_ids(form)
+        if len(encoded) == 1 and encoded[0] not in ids:
+            ids.append(encoded[0])
+    if not ids:
+        raise ValueError(f"the tokenizer has no single-token form of any of {forms}")
+    return ids
+
+
+def logsumexp(values: Sequence[float]) -> float:
+    top = max(values)
+    if top == float("-inf"):
+        return top
+    return top + math.log(sum(math.exp(v - top) for v in values))
+
+
+def yes_no_log_odds(engine, prompts: list, *, batch_size: int = 4) -> list[float]:
+    """Per prompt, the log-odds of Yes over No as the next token (``next_token_logprobs``;
+    nothing generated)."""
+    yes, no = single_token_ids(engine, YES_FORMS), single_token_ids(engine, NO_FORMS)
+    rows = engine.next_token_logprobs(prompts, yes + no, batch_size=batch_size)
+    return [logsumexp(r[:len(yes)]) - logsumexp(r[len(yes):]) for r in rows]

@@ -22,6 +22,8 @@ import functools
 from pathlib import Path
 from typing import Protocol, Sequence
 
+from finrag.models.llm import NO_FORMS, YES_FORMS, single_token_ids, yes_no_log_odds
+
 
 class Reranker(Protocol):
     name: str
@@ -135,20 +137,6 @@ class BiEncoderReranker(Reranker):
 
 _SYSTEM = ('Judge whether the Document meets the requirements based on the Query'
            '{instruct}. Note that the answer can only be "yes" or "no".')
-_YES = ("yes", "Yes", " yes", " Yes")
-_NO = ("no", "No", " no", " No")
-
-
-def _single_token_ids(engine, forms: Sequence[str]) -> list[int]:
-    ids = []
-    for form in forms:
-        encoded = engine.token_ids(form)
-        if len(encoded) == 1 and encoded[0] not in ids:
-            ids.append(encoded[0])
-    if not ids:
-        raise ValueError(f"the tokenizer has no single-token form of any of {forms}")
-    return ids
-
 
 class LLMRelevanceScorer(Reranker):
     """P(yes) that a document meets a query's requirements, from one forward pass of a causal LM.
@@ -173,8 +161,8 @@ class LLMRelevanceScorer(Reranker):
         self.batch_size = batch_size
         self.max_passage_chars = max_passage_chars
         self.instruction = instruction
-        self.yes_ids = _single_token_ids(engine, _YES)
-        self.no_ids = _single_token_ids(engine, _NO)
+        self.yes_ids = single_token_ids(engine, YES_FORMS)  # a tokenizer without one: says so
+        self.no_ids = single_token_ids(engine, NO_FORMS)
         self.last_usage: dict = {"prompt_tokens": 0, "calls": 0, "batches": 0,
                                  "prompt_tokens_each": []}
 
@@ -195,13 +183,9 @@ class LLMRelevanceScorer(Reranker):
         import math
 
         chats = [self.build_messages(query, p) for p in passages]
-        wanted = self.yes_ids + self.no_ids
-        rows = self.engine.next_token_logprobs(chats, wanted, batch_size=self.batch_size)
-        scores = []
-        for row in rows:
-            yes = _logsumexp(row[:len(self.yes_ids)])
-            no = _logsumexp(row[len(self.yes_ids):])
-            scores.append(_sigmoid(yes - no))  # = softmax([yes, no])[0]
+        # sigmoid of the log-odds = softmax([yes, no])[0]
+        scores = [_sigmoid(x) for x in yes_no_log_odds(self.engine, chats,
+                                                        batch_size=self.batch_size)]
         each = [len(self.engine.prompt_token_ids(c)) for c in chats]
         self.last_usage = {"prompt_tokens": sum(each), "calls": len(each),
                            "batches": math.ceil(len(each) / self.batch_size),
@@ -213,15 +197,6 @@ def _sigmoid(x: float) -> float:
     import math
 
     return 1.0 / (1.0 + math.exp(-x)) if x >= 0 else math.exp(x) / (1.0 + math.exp(x))
-
-
-def _logsumexp(values: list[float]) -> float:
-    import math
-
-    top = max(values)
-    if top == float("-inf"):
-        return top
-    return top + math.log(sum(math.exp(v - top) for v in values))
 
 
 # ------------------------------------------------------------------------------------------

@@ -101,6 +101,9 @@ class Answer:
     # the figures of a generated answer that match no figure of its context or facts
     # (retrieval.systems.figures): the model's own arithmetic or a misread; [] when all trace
     unsupported_figures: list[str] = field(default_factory=list)
+    # a yes/no question's verdict read from the evidence before the answer was written
+    # (retrieval.systems.verdict): word, calibrated margin, raw log-odds, offset; None otherwise
+    verdict: dict[str, Any] | None = None
 
     @property
     def usage(self) -> dict[str, Any]:
@@ -132,6 +135,7 @@ class Answer:
             "contradictions": self.contradictions,
             "facts_note": self.facts_note,
             "unsupported_figures": self.unsupported_figures,
+            "verdict": self.verdict,
         }
 
     @classmethod
@@ -152,5 +156,5 @@ class Answer:
             context_tokens=d.get("context_tokens"), error=d.get("error"),
             route=d.get("route"), facts=d.get("facts", []), confidence=d.get("confidence"),
             contradictions=d.get("contradictions", []), facts_note=d.get("facts_note"),
-            unsupported_figures=d.get("unsupported_figures", []),
+            unsupported_figures=d.get("unsupported_figures", []), verdict=d.get("verdict"),
         )

@@ -321,6 +321,21 @@ class Generator:
     def count_tokens(self, text: str) -> int:
         return self.engine.count_tokens(text)
 
+    def token_ids(self, text: str) -> list[int]:
+        return self.engine.token_ids(text)
+
+    def render(self, prompt) -> str:
+        return self.engine.render(prompt)
+
+    def next_token_logprobs(self, prompts: list, token_ids: list[int], batch_size: int = 4):
+        """The engine's next-token log-probabilities, under the lock (llama.cpp's prompt cache
+        then holds the prompt a yes/no answer's generation goes on from)."""
+        if not hasattr(self.engine, "next_token_logprobs"):
+            raise NotImplementedError(f"{type(self.engine).__name__} reads no next-token "
+                                      f"log-probabilities")
+        return self._locked(self.engine.next_token_logprobs, prompts, token_ids,
+                            batch_size=batch_size)
+
     @serve.batch(max_batch_size=8, batch_wait_timeout_s=0.05)
     async def _batched(self, prompts: list, params: list) -> list:
         groups: dict[str, list[int]] = {}

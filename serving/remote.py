@@ -258,6 +258,16 @@ class RemoteLLM(LLMEngine):
     def generate_json(self, prompts: list, schema, params=None):
         return wait(self.handle.generate_json.remote(list(prompts), schema, params))
 
+    def token_ids(self, text: str) -> list[int]:
+        return wait(self.handle.token_ids.remote(text))
+
+    def render(self, prompt) -> str:
+        return wait(self.handle.render.remote(prompt))
+
+    def next_token_logprobs(self, prompts: list, token_ids: list[int], *, batch_size: int = 4):
+        return wait(self.handle.next_token_logprobs.remote(list(prompts), list(token_ids),
+                                                           batch_size))
+
 
 class RemoteFacts(FactsSource):
     """``FactsSource`` over the Retriever's facts answerer."""

@@ -204,9 +204,12 @@ def is_yes_no(question: str) -> bool:
     return bool(_YES_NO.match(question))
 
 
-def answer_messages(question: str, blocks: list[Block]) -> list[dict]:
+def answer_messages(question: str, blocks: list[Block], *,
+                    yes_no: bool | None = None) -> list[dict]:
+    """The answer prompt; ``yes_no`` (default: ``is_yes_no(question)``) adds the yes/no rule."""
     context = "\n\n".join(b.render() for b in blocks)
-    system = SYSTEM_PROMPT + (YES_NO_RULE if is_yes_no(question) else "")
+    yes_no = is_yes_no(question) if yes_no is None else yes_no
+    system = SYSTEM_PROMPT + (YES_NO_RULE if yes_no else "")
     return [
         {"role": "system", "content": system},
         {"role": "user", "content": f"Question: {question.strip()}\n\nContext:\n{context}\n\n"

@@ -30,10 +30,13 @@ from finrag.retrieval.store.snapshot import is_publish_root
 from finrag.retrieval.systems.cascade import Cascade
 from finrag.retrieval.systems.components import (FactsSource, LLMEngine, QueryEmbedder, QuestionRouter,
                                           Reranker, SearchIndex)
-from finrag.retrieval.systems.context import NOT_FOUND, Block, answer_messages, cite, states_nothing
+from finrag.retrieval.systems.context import (NOT_FOUND, Block, answer_messages, cite, is_yes_no,
+                                              states_nothing)
 from finrag.retrieval.systems.figures import figures_written, unsupported
 from finrag.retrieval.systems.recipes import RECIPES, SYSTEMS
 from finrag.retrieval.systems.run import Run, bound, check_question, energy
+from finrag.retrieval.systems.verdict import (Verdict, content_free_offset, decide, opened,
+                                              verdict_in)
 
 __all__ = ["Pipeline", "part_findings"]
 
@@ -108,6 +111,7 @@ class Pipeline:
         self._views: dict[frozenset[str], Pipeline] = {}
         self._base: Pipeline | None = None  # the pipeline a view was made from
         self._generation: int | None = None  # the index's, when the caches above were made
+        self._verdict_offsets: dict[str, float] = {}  # per generator model (verdict.py)
 
     # construction ---------------------------------------------------------------------
     @classmethod
@@ -367,7 +371,7 @@ class Pipeline:
             if run.done:
                 continue
             if not blocks:  # no passage: what the facts judged, else "not found"
-                run.answer.answer = run.preface or NOT_FOUND
+                run.answer.answer = run.preface or _nothing_found(run)
                 run.preface = ""
             elif run.parts and len(blocks) > 1:
                 with self.meter.measure() as m, run.stage("generate"):
@@ -389,20 +393,29 @@ class Pipeline:
 
     def _generate_batch(self, batch: list[tuple[Run, list[Block], list]], engine, params,
                         on_text: Callable[[str], None] | None) -> None:
-        """One engine call over the batch's prompts; a lone prompt streams to ``on_text``."""
-        prompts = [answer_messages(run.answer.query, blocks) for run, blocks, _ in batch]
+        """One engine call over the batch's prompts; a lone prompt streams to ``on_text``. A
+        yes/no question's answer opens with the verdict read from its passages (``_verdict``)
+        and is generated on from it."""
+        verdicts = [self._verdict(run, engine, blocks, readings) for run, blocks, readings in batch]
+        prompts = [opened(engine, run.answer.query, blocks, v) if v else
+                   answer_messages(run.answer.query, blocks)
+                   for (run, blocks, _), v in zip(batch, verdicts)]
         with self.meter.measure() as m:
             if on_text is not None and len(prompts) == 1:
                 preface = batch[0][0].preface
                 if preface:  # what the facts say comes first, as in the final answer
                     on_text(preface + "\n")
-                completions = engine.generate(prompts, params,
-                                              on_text=_lstripped(on_text) if preface else on_text)
+                if verdicts[0]:
+                    on_text(verdicts[0].word)
+                completions = engine.generate(
+                    prompts, params,
+                    on_text=_lstripped(on_text) if preface and not verdicts[0] else on_text)
             else:
                 completions = engine.generate(prompts, params)
         # a shared batch's energy is charged by each answer's share of its tokens
         tokens = [c.prompt_tokens + c.completion_tokens for c in completions]
-        for (run, blocks, readings), completion, n in zip(batch, completions, tokens):
+        for (run, blocks, readings), completion, n, opening in zip(batch, completions, tokens,
+                                                                     verdicts):
             run.add_time("generate", m.reading.seconds * 1000)
             if completion.energy is not None:  # metered where the model ran: its own share
                 readings.append((completion.energy, 1))
@@ -410,8 +423,34 @@ class Pipeline:
                 readings.append((m.reading, n / sum(tokens) if len(batch) > 1 and sum(tokens)
                                  else 1))
             run.call("generator", engine.model_id, completion)
-            run.answer.answer = completion.text.strip()
+            run.answer.answer = ((opening.word + completion.text) if opening
+                                 else completion.text).strip()
             run.answer.citations = cite(run.answer.answer, blocks)
+
+    def _verdict(self, run: Run, engine, blocks: list[Block], readings: list) -> Verdict | None:
+        """A yes/no question's verdict from its passages (``retrieval.systems.verdict``), its
+        forward pass charged to the answer as a ``verdict`` call; None for any other question,
+        one whose facts already judged it (the preface opens with Yes or No), or an engine
+        that reads no next-token log-probabilities."""
+        if not is_yes_no(run.answer.query) or verdict_in(run.preface):
+            return None
+        try:
+            with self.meter.measure() as m:
+                offset = self._verdict_offsets.get(engine.model_id)
+                if offset is None:
+                    offset = self._verdict_offsets[engine.model_id] = content_free_offset(engine)
+                verdict = decide(engine, run.answer.query, blocks, offset)
+        except NotImplementedError:
+            return None
+        ms = m.reading.seconds * 1000
+        readings.append((m.reading, 1))
+        run.add_time("verdict", ms)
+        run.answer.calls.append(LLMCall("verdict", engine.model_id, verdict.prompt_tokens, 0,
+                                        round(ms, 3)))
+        run.answer.verdict = {"word": verdict.word, "margin": round(verdict.margin, 4),
+                              "raw": round(verdict.raw, 4), "offset": round(offset, 4),
+                              "from": "passages"}
+        return verdict
 
     def _verify_figures(self, batch: list[tuple[Run, list[Block], list]], engine,
                         params) -> None:
@@ -482,6 +521,17 @@ class Pipeline:
             text = completion.text.strip()
         run.answer.answer = text
         run.answer.citations = cite(text, [part for _, part in found])
+
+
+def _nothing_found(run: Run) -> str:
+    """"Not found"; for a yes/no question, also what was looked for and where, so that no
+    verdict is read into the lack of evidence."""
+    if not is_yes_no(run.answer.query):
+        return NOT_FOUND
+    routed = run.answer.routing.doc_ids if run.answer.routing else []
+    where = ", ".join(routed) if routed else "any filing this caller may read"
+    return (f"{NOT_FOUND} No passage about \u201c{run.answer.query}\u201d was found in "
+            f"{where}, so there is no evidence to answer Yes or No.")
 
 
 def _streamed(on_text: Callable[[str], None], sent: list[str]) -> Callable[[str], None]:

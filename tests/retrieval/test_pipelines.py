@@ -309,6 +309,54 @@ def test_only_yes_no_questions_are_asked_for_yes_or_no_first():
     assert YES_NO_RULE not in ask("What is the FY2018 capital expenditure amount for 3M?")
 
 
+@pytest.mark.slow
+def test_a_yes_no_answer_opens_with_the_verdict_its_passages_give(pipe):
+    """The verdict is read from the passages before the answer is written, calibrated by the
+    content-free offset, and the generated answer goes on from it (streamed the same); other
+    questions get none, and a yes/no question with no passage says what was looked for."""
+    from finrag.retrieval.systems.verdict import content_free_offset, decide
+
+    q = "Did Lumenfield Software report any legal proceedings in its 2023 annual report?"
+    pieces: list[str] = []
+    a = pipe.answer(q, "hdrr", on_text=pieces.append)
+    assert a.routing.doc_ids == ["LUMENFIELD_2023_10K"]
+    v = a.verdict
+    assert v and v["from"] == "passages" and v["word"] in ("Yes", "No")
+    assert v["word"] == ("Yes" if v["margin"] > 0 else "No")
+    assert abs(v["margin"] - (v["raw"] - v["offset"])) < 1e-3
+    assert a.answer.startswith(v["word"]) and "".join(pieces).strip() == a.answer
+    roles = [c["role"] for c in a.usage["calls"]]
+    assert roles == ["verdict", "generator"] and a.timings_ms["verdict"] > 0
+    assert a.usage["calls"][0]["prompt_tokens"] > a.context_tokens > 0
+
+    # the same passages decide the other way only when the offset moves past the raw log-odds
+    engine = pipe.engine("generator")
+    assert pipe._verdict_offsets[engine.model_id] == pytest.approx(content_free_offset(engine),
+                                                                   abs=1e-3)
+    from finrag.retrieval.systems.recipes import RECIPES
+    from finrag.retrieval.systems.run import Run
+
+    blocks = RECIPES["hdrr"](pipe, Run(q, "hdrr", "tiny"))
+    assert decide(engine, q, blocks, v["raw"] - 1).word == "Yes"
+    assert decide(engine, q, blocks, v["raw"] + 1).word == "No"
+
+    other = pipe.answer("What was Lumenfield Software's total revenue in fiscal 2023?", "cbr")
+    assert other.verdict is None and "verdict" not in [c["role"] for c in other.usage["calls"]]
+
+
+def test_a_yes_no_question_with_no_passage_says_what_was_looked_for():
+    from finrag.retrieval.answer import Routing
+    from finrag.retrieval.systems.pipelines import _nothing_found
+    from finrag.retrieval.systems.run import Run
+
+    run = Run("Did Acme pay dividends in 2023?", "hdrr", "cpu")
+    run.answer.routing = Routing("exact", ["ACME_2023_10K"])
+    said = _nothing_found(run)
+    assert said.startswith(NOT_FOUND) and "ACME_2023_10K" in said and "Yes or No" in said
+    assert states_nothing(said)
+    assert _nothing_found(Run("What was Acme's revenue?", "hdrr", "cpu")) == NOT_FOUND
+
+
 def test_figures_are_traced_by_the_scorers_matching_rule():
     from finrag.retrieval.systems.figures import figures_written, unsupported
 

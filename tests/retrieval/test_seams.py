@@ -241,7 +241,7 @@ def seen_pipeline(facts_index, meta_index):
 
 @pytest.mark.slow
 def test_the_pipeline_uses_exactly_what_its_protocols_declare(seen_pipeline):
-    """Eight answers by five systems with every optional stage on, seven of them generated
+    """Nine answers by five systems with every optional stage on, eight of them generated
     by the tiny profile's LLM, with query expansion's calls, agentic's checks and SFR's
     map-reduce over a whole 10-Q (about 12 s on two cores; 155 s when that LLM was SmolLM2)."""
     pipe, used = seen_pipeline
@@ -251,7 +251,9 @@ def test_the_pipeline_uses_exactly_what_its_protocols_declare(seen_pipeline):
     undecided_q = "How much did NVIDIA pay for its acquisitions in fiscal 2024?"
     reading_q = ("What does Lumenfield Software's FY2023 income statement say about operating "
                  "expenses, and why did they change?")
-    asked = [(facts_q, "hdrr"), (undecided_q, "hdrr"), (reading_q, "hdrr"), (reading_q, "cbr"), (reading_q, "agentic"),
+    yes_no_q = "Did Lumenfield Software report any legal proceedings in fiscal 2023?"  # a verdict
+    asked = [(facts_q, "hdrr"), (undecided_q, "hdrr"), (reading_q, "hdrr"), (yes_no_q, "hdrr"),
+             (reading_q, "cbr"), (reading_q, "agentic"),
              (reading_q, "cbr_meta"),
              ("What did Lumenfield Software report in its 10-Q for the second quarter of fiscal "
               "2024?", "sfr")]
@@ -267,6 +269,7 @@ def test_the_pipeline_uses_exactly_what_its_protocols_declare(seen_pipeline):
     assert reading.retrieved.get("tables")  # table records joined the candidates
     assert "rerank_refine" in reading.timings_ms  # k-reciprocal refinement ran
     assert {c.doc_id for c in reading.citations} <= {"LUMENFIELD_2023_10K", "XBRL"}
+    assert answers[yes_no_q, "hdrr"].verdict["word"] in ("Yes", "No")
     assert answers[asked[-1]].usage["llm_calls"] >= 1
     # a caller's view (the demo filings are in the default collection) reads through the same
     # Protocols: its catalog's readable ids, the router's and the facts' scoped views

@@ -42,9 +42,11 @@ QUESTIONS = {
     # NVIDIA is in the index by its XBRL facts only: HDRR answers from them with no LLM call;
     # the other systems search the filings, find no NVIDIA filing, and say what they found
     "facts": {"question": "What was NVIDIA's revenue in fiscal 2024?", "doc_id": None},
-    # the vote counts are in the 8-K's text: every system must read it
-    "reading": {"question": "How many votes were cast against each of Foot Locker's director "
-                            "nominees at its 2022 annual meeting?",
+    # the vote counts are in the 8-K's text: every system must read it; a yes/no question, so
+    # the generated answers open with the verdict read from the passages (served: the
+    # Generator's next-token log-probabilities, then the answer generated on from it)
+    "reading": {"question": "Did any of Foot Locker's director nominees get substantially more "
+                            "votes against than the others at its 2022 annual meeting?",
                 "doc_id": "FOOTLOCKER_2022_8K_dated-2022-05-20"},
 }
 
@@ -122,6 +124,11 @@ def check_record(record: dict, system: str, kind: str) -> None:
         return
     assert record["usage"]["llm_calls"] >= 1 and record["usage"]["completion_tokens"] > 0
     assert {c["chunk_id"] for c in record["citations"]} <= context  # only what it read
+    if kind == "reading" and system != "sfr":  # SFR's map-reduce asks its parts, no verdict
+        verdict = record["verdict"]
+        assert verdict["word"] == ("Yes" if verdict["margin"] > 0 else "No"), verdict
+        assert record["answer"].startswith(verdict["word"])
+        assert "verdict" in [c["role"] for c in record["usage"]["calls"]]
     if kind == "facts":  # no NVIDIA filing is indexed: no system may route to another one
         assert not (record.get("routing") or {}).get("doc_ids"), record["routing"]
     elif system in ("hdrr", "sfr"):  # routed: the filing and nothing else
