@@ -254,11 +254,25 @@ class Resolver:
             periods = [] if types == {"8-K"} else periods
         periods = sorted(set(periods), key=lambda p: (-(p[0] or 9999), p[1] is None, p[1] or 0))
         depth = 1 if _BALANCE_SHEET.search(question) else 2
+        # a quarter compared with a fiscal year (end): each period from the filing that reports
+        # it, the quarter's filing first (a form named other than the 10-K, or an outlook
+        # given in a quarter for a year, keeps the usual reading)
+        spanning = (_quarter_against_year(periods) and not m.outlook
+                    and (not types or bool(types & ANNUAL_TYPES)))
+        if spanning:
+            periods.sort(key=lambda p: p[1] is None)  # stable: newest first within each
         for year, quarter in periods:
-            if any(_covers(rec, year, quarter, depth) for rec in chosen):
+            covering = [rec for rec in chosen if _covers(rec, year, quarter, depth)]
+            if spanning and quarter is None and not any(map(_is_annual, covering)):
+                self._pick_year_end(docs, year, depth, types, covering, choose, pick)
+                continue
+            if covering:
                 continue
             needed = [p for p in periods if p[0] is not None and p[0] <= year]
             self._pick_period(docs, year, quarter, types, m, depth, needed, choose, pick)
+        if spanning and {_is_annual(r) for r in chosen} == {True, False}:
+            pick.notes.append("a quarter against a year: the quarter's filing first, "
+                              "then the annual report")
         if not chosen and not pick.missing and not (m.dates or periods or "8-K" in types):
             self._pick_latest(docs, types, question, m, choose, pick)
         pick.doc_ids = list(dict.fromkeys(r.doc_id for r in chosen))
@@ -321,6 +335,25 @@ class Resolver:
                 return choose([r for r in interim if (r.fiscal_quarter or 0) == newest],
                               f"(no annual report of FY{year}: its latest filing, as of Q{newest})")
         pick.missing.append(f"no filing for FY{year} is indexed")
+
+    def _pick_year_end(self, docs, year, depth, types, covering, choose, pick) -> None:
+        """The fiscal year of a quarter-against-year comparison: its annual report, or a later
+        one that reports the year. A 10-Q's balance sheet also shows the last year end, but
+        only as its comparative column; the 10-Q (``covering``) stands in for the year only
+        when no annual report of it is indexed, and the detail says so."""
+        annual = [r for r in docs if _is_annual(r) and (not types or r.doc_type in types)]
+        own = [r for r in annual if r.fiscal_year == year]
+        if own:
+            return choose(own, f"(FY{year}, compared with the quarter)")
+        later = [r for r in annual if (r.fiscal_year or 0) > year and _covers(r, year, None, depth)]
+        if later:
+            latest = max(r.fiscal_year for r in later)
+            return choose([r for r in later if r.fiscal_year == latest],
+                          f"(no FY{year} annual report indexed: this later one reports FY{year})")
+        missing = f"no FY{year} annual report (10-K) is indexed"
+        if covering:
+            missing += f": FY{year} is read from the {_label(covering[0])} alone"
+        pick.missing.append(missing)
 
     def _pick_latest(self, docs, types, question, m, choose, pick) -> None:
         """No year, quarter or date: the latest filing of the wanted type. With no type named,
@@ -440,6 +473,13 @@ def _distance(d: DateMention, after: int | None) -> str:
 def _eight_k_in_year(rec: Any, year: int) -> bool:
     filed = _filed(rec)
     return rec.fiscal_year == year or (filed is not None and filed.year == year)
+
+
+def _quarter_against_year(periods: Sequence[tuple[int | None, int | None]]) -> bool:
+    """Whether the periods asked are a fiscal quarter of a year and a whole fiscal year (or
+    its end): "between the end of FY2022 and Q2 of FY2023"."""
+    return any(y is not None and q is not None for y, q in periods) and \
+        any(y is not None and q is None for y, q in periods)
 
 
 def _covers(rec: Any, year: int | None, quarter: int | None, depth: int = 2) -> bool:

@@ -210,6 +210,88 @@ def test_two_years(resolver):
     assert r.doc_ids == ["ADOBE_2022_10K", "ADOBE_2015_10K"]
 
 
+# A quarter compared with a fiscal year end: the 10-Q for the quarter, the 10-K for the year.
+SPAN_DOCS = [
+    rec("3M_2022_10K", "3M", "10-K", 2022),
+    rec("3M_2023Q2_10Q", "3M", "10-Q", 2023, 2),
+    rec("AMD_2022_10K", "AMD", "10-K", 2022),
+    rec("AMD_2023Q1_10Q", "AMD", "10-Q", 2023, 1),
+    rec("PFIZER_2021_10K", "Pfizer", "10-K", 2021),  # no FY2022 10-K
+    rec("PFIZER_2023Q2_10Q", "Pfizer", "10-Q", 2023, 2),
+    rec("NIKE_2023_10K", "Nike", "10-K", 2023),  # no Q1 FY2024 10-Q
+    rec("MICROSOFT_2022_10K", "Microsoft", "10-K", 2022),
+    rec("MICROSOFT_2023_10K", "Microsoft", "10-K", 2023),
+    rec("BESTBUY_2023_10K", "Best Buy", "10-K", 2023),
+    rec("BESTBUY_2024Q2_10Q", "Best Buy", "10-Q", 2024, 2),
+    rec("WALMART_2023_10K", "Walmart", "10-K", 2023),
+    rec("WALMART_2024Q2_10Q", "Walmart", "10-Q", 2024, 2),
+]
+BOTH = "the quarter's filing first, then the annual report"
+
+
+@pytest.fixture(scope="module")
+def span_resolver():
+    return Resolver(SPAN_DOCS, CompanyTable.load())
+
+
+def test_quarter_against_year_end_routes_to_both_filings(span_resolver):
+    for question, both in (
+        ("Did 3M's cash position change between the end of FY2022 and Q2 of FY2023?",
+         ["3M_2023Q2_10Q", "3M_2022_10K"]),
+        ("How did 3M's cash on June 30, 2023 compare with December 31, 2022?",  # dates
+         ["3M_2023Q2_10Q", "3M_2022_10K"]),
+        ("How did 3M's Q2 FY2023 revenue compare with its FY2022 revenue?",  # not a balance
+         ["3M_2023Q2_10Q", "3M_2022_10K"]),
+        ("Compare AMD's total debt as of Q1 FY2023 with FY2022 year end",
+         ["AMD_2023Q1_10Q", "AMD_2022_10K"]),
+        ("Compare AMD's total debt at FY2022 year end with Q1 FY2023",  # the 10-Q first still
+         ["AMD_2023Q1_10Q", "AMD_2022_10K"]),
+    ):
+        r = span_resolver.resolve(question)
+        assert (r.status, r.doc_ids) == ("exact", both), question
+        assert BOTH in r.detail and "compared with the quarter" in r.detail
+    # two year ends are read from the later 10-K, as before
+    r = span_resolver.resolve("Has Microsoft increased its debt on balance sheet between FY2023 "
+                              "and the FY2022 period?")
+    assert r.doc_ids == ["MICROSOFT_2023_10K"] and BOTH not in r.detail
+
+
+def test_quarter_against_year_end_with_one_filing_missing(span_resolver):
+    r = span_resolver.resolve("How did Pfizer's inventory at the end of Q2 2023 compare with its "
+                              "year-end 2022 balance?")
+    assert (r.status, r.doc_ids) == ("exact", ["PFIZER_2023Q2_10Q"])
+    assert "no FY2022 annual report (10-K) is indexed" in r.detail and BOTH not in r.detail
+    r = span_resolver.resolve("How did Nike's inventories at the end of Q1 FY2024 compare with "
+                              "the end of FY2023?")
+    assert r.doc_ids == ["NIKE_2023_10K"] and "no Q1 FY2024 filing is indexed" in r.detail
+
+
+def test_single_period_routing_is_unchanged(span_resolver):
+    r = span_resolver.resolve("What was 3M's cash at the end of Q2 FY2023?")
+    assert r.doc_ids == ["3M_2023Q2_10Q"] and BOTH not in r.detail
+    r = span_resolver.resolve("What was 3M's cash position at the end of FY2022?")
+    assert r.doc_ids == ["3M_2022_10K"]
+    # a year end alone is still read from the 10-Q's balance sheet when no 10-K has it
+    r = span_resolver.resolve("What was Pfizer's inventory at year-end 2022?")
+    assert r.doc_ids == ["PFIZER_2023Q2_10Q"] and "FY2022 not indexed" in r.detail
+    # the question names the 10-Q as the one source: it is kept to
+    r = span_resolver.resolve("What was 3M's cash at the end of FY2022 according to its "
+                              "Q2 FY2023 10-Q?")
+    assert r.doc_ids == ["3M_2023Q2_10Q"]
+
+
+def test_quarter_against_year_end_on_a_non_december_fiscal_year(span_resolver):
+    # Best Buy's 52/53-week year ends near January 31: FY2023 ended 28 January 2023, and its
+    # Q2 FY2024 ended 29 July 2023
+    for question in ("Was there any drop in Best Buy's cash between FY2023 and Q2 of FY2024?",
+                     "How did Best Buy's inventory on July 29, 2023 compare with January 28, 2023?"):
+        r = span_resolver.resolve(question)
+        assert r.doc_ids == ["BESTBUY_2024Q2_10Q", "BESTBUY_2023_10K"], question
+    r = span_resolver.resolve("How did Walmart's inventories at July 31, 2023 compare with "
+                              "January 31, 2023?")
+    assert r.doc_ids == ["WALMART_2024Q2_10Q", "WALMART_2023_10K"] and BOTH in r.detail
+
+
 def test_fiscal_calendar(resolver):
     assert fiscal_period(date(2022, 8, 15), "01-31") == (2023, 3)
     assert fiscal_period(date(2023, 1, 1), "12-31", week_based=True) == (2022, 4)  # a 53-week year
