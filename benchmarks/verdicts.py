@@ -96,7 +96,8 @@ def by_class(rows: list[dict[str, Any]], rule: str) -> dict[str, dict[str, int]]
     return out
 
 
-def write_report(rows: list[dict[str, Any]], out: Path, command: str) -> None:
+def write_report(rows: list[dict[str, Any]], out: Path, command: str,
+                 timed: list[dict[str, Any]] | None = None) -> None:
     plt = R.pyplot()
     lines = R.header("Yes/no verdicts by gold class", command,
                      R.config_hash({"rows": [r["id"] for r in rows]}))
@@ -134,8 +135,73 @@ def write_report(rows: list[dict[str, Any]], out: Path, command: str) -> None:
     ax.set_xlabel("log-odds of Yes over No (generated questions)")
     ax.legend(loc="best", fontsize=8)
     lines += ["", f"![margins]({R.savefig(fig, out, 'margins.png')})", ""]
+    if timed:
+        lines += latency_lines(timed)
+        fig, ax = plt.subplots(figsize=(6, 3.2))
+        for on, label in ((False, "verdict off"), (True, "verdict on")):
+            xs = sorted(r["total_ms"] / 1000 for r in timed if r["generated"] and r["verdict_on"] == on)
+            ax.plot(xs, [(i + 1) / len(xs) for i in range(len(xs))], label=label)
+        ax.set_xlabel("answer latency, s")
+        ax.set_ylabel("share of answers")
+        ax.legend(loc="lower right", fontsize=8)
+        lines += [f"![latency]({R.savefig(fig, out, 'latency_cdf.png')})", ""]
+        R.write_json(out / "latency.json", timed)
     (out / "report.md").write_text("\n".join(lines), encoding="utf-8")
     R.write_json(out / "results.json", rows)
+
+
+def latency(pipe, questions: list[dict[str, Any]], repeats: int) -> list[dict[str, Any]]:
+    """Each question answered by HDRR (generated) with the verdict step on and off, the same
+    questions for both: every question once a side per repeat, one side's pass over all of
+    them then the other's, the first side alternating between repeats (consecutive answers are
+    other questions, so neither side reads the prompt the other just read). Routes are worked
+    out before the timed answers, so both sides reuse them."""
+    for q in questions:
+        pipe.answer(q["question"], "hdrr", generate=False)
+    base = pipe.settings
+    rows = []
+    for r in range(repeats):
+        for on in ((True, False) if r % 2 == 0 else (False, True)):
+            pipe.settings = base.model_copy(update={"yes_no_verdicts": on})
+            for q in questions:
+                a = pipe.answer(q["question"], "hdrr")
+                rows.append({"id": q["id"], "split": q["split"], "repeat": r, "verdict_on": on,
+                             "total_ms": a.timings_ms["total"],
+                             "verdict_ms": a.timings_ms.get("verdict", 0.0),
+                             "generated": any(c.role == "generator" for c in a.calls),
+                             "answer": a.answer[:160]})
+                print(f"repeat {r} verdict {'on ' if on else 'off'} {q['id']}: "
+                      f"{a.timings_ms['total'] / 1000:.1f} s", flush=True)
+    pipe.settings = base
+    return rows
+
+
+def latency_lines(rows: list[dict[str, Any]]) -> list[str]:
+    import statistics
+
+    gen = [r for r in rows if r["generated"]]
+    on = [r["total_ms"] / 1000 for r in gen if r["verdict_on"]]
+    off = [r["total_ms"] / 1000 for r in gen if not r["verdict_on"]]
+    step = [r["verdict_ms"] / 1000 for r in gen if r["verdict_on"]]
+    if not on or not off:
+        return ["No generated answer on one side: nothing to compare."]
+    p50_on, p50_off = statistics.median(on), statistics.median(off)
+    return [
+        "## What the verdict step costs", "",
+        f"HDRR answers generated on this profile, the same questions with the verdict step on "
+        f"and off in one run ({len(on)} answers a side; answers from the facts alone, which no "
+        f"verdict touches, left out). Goal: the step adds at most 30% to the p50.", "",
+        "| | answers | p50 s | p90 s |", "|---|---:|---:|---:|",
+        f"| verdict off | {len(off)} | {p50_off:.2f} | {_p90(off):.2f} |",
+        f"| verdict on | {len(on)} | {p50_on:.2f} | {_p90(on):.2f} |",
+        f"| the verdict step alone | {len(step)} | {statistics.median(step):.2f} | "
+        f"{_p90(step):.2f} |", "",
+        f"p50 on / off: **{p50_on / p50_off:.3f}** (goal ≤ 1.30).", ""]
+
+
+def _p90(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(0.9 * (len(ordered) - 1))))]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -148,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--verdict-profile", default=None,
                    help="read the log-odds from this profile's generator instead (the passages "
                         "still come from --profile)")
+    p.add_argument("--latency", type=int, default=0, metavar="REPEATS",
+                   help="also answer every question, generated, with the verdict step on and "
+                        "off, REPEATS times a side, and report the p50 of both")
     p.add_argument("--out", type=Path, default=None)
     args = p.parse_args(argv)
     args.prog, args.argv = "python -m finrag.benchmarks.verdicts", argv
@@ -161,13 +230,16 @@ def main(argv: list[str] | None = None) -> int:
         from finrag.models.profiles import load_config, load_llm
 
         engine = load_llm(load_config().active(args.verdict_profile), "generator")
+    timed: list[dict[str, Any]] = []
     try:
         rows = measure(pipe, questions, engine)
+        if args.latency:
+            timed = latency(pipe, questions, args.latency)
     finally:
         pipe.close()
     name = f"verdicts_{args.profile}" + (f"_{args.verdict_profile}" if args.verdict_profile else "")
     out = R.results_dir(name, args.out)
-    write_report(rows, out, R.command_line(args))
+    write_report(rows, out, R.command_line(args), timed)
     print(f"wrote {out / 'report.md'}")
     return 0
 

@@ -84,6 +84,9 @@ class PipelineSettings(BaseModel):
     agentic_max_retries: int = 2  # entity-anchored retries after a failed verification
     verify_chunks: int = 3  # top chunks shown to the agentic verification call
     facts_routes: bool = True  # hdrr answers metric questions from XBRL facts when it holds them
+    # a yes/no answer opens with the verdict read from its passages (retrieval.systems.verdict);
+    # off: the generator opens as it will (the benchmark's baseline, benchmarks/verdicts.py)
+    yes_no_verdicts: bool = True
     # a generated answer whose headline (first) figure is in no passage or fact given is
     # generated once more with the figures that do trace listed; still unsupported, the answer
     # says the filing's figures do not support one. A stream then carries the checked answer

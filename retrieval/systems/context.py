@@ -195,12 +195,15 @@ def build_blocks(chunks: list, count: Callable[[str], int], budget: int,
 # that ask for a figure or a reason (tune split, HDRR: 6 of 7 such answers; 0 of 6 without the
 # line), so it is asked only of questions that are themselves yes/no questions.
 YES_NO_RULE = " The question asks yes or no: begin with Yes or No, then say why."
-_YES_NO = re.compile(r"^\W*(?:is|are|was|were|does|do|did|has|have|had|can|could|will|would|"
-                     r"should|may)\b", re.I)
+# the auxiliary verb may follow a short framing clause: "As of Q2'2023, is Pfizer ...",
+# "Looking at VaR, did the risk ..."
+_YES_NO = re.compile(r"^\W*(?:[^?,;]{1,60},\s*)?(?:is|are|was|were|does|do|did|has|have|had|can|"
+                     r"could|will|would|should|may)\b", re.I)
 
 
 def is_yes_no(question: str) -> bool:
-    """A question that opens with an auxiliary verb ("Does 3M ...", "Is Adobe ...")."""
+    """A question that opens with an auxiliary verb ("Does 3M ...", "Is Adobe ..."), perhaps
+    after a framing clause ("As of Q2'2023, is Pfizer ...")."""
     return bool(_YES_NO.match(question))
 
 

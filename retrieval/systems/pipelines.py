@@ -432,7 +432,8 @@ class Pipeline:
         forward pass charged to the answer as a ``verdict`` call; None for any other question,
         one whose facts already judged it (the preface opens with Yes or No), or an engine
         that reads no next-token log-probabilities."""
-        if not is_yes_no(run.answer.query) or verdict_in(run.preface):
+        if (not self.settings.yes_no_verdicts or not is_yes_no(run.answer.query)
+                or verdict_in(run.preface)):
             return None
         try:
             with self.meter.measure() as m:

@@ -49,3 +49,19 @@ def test_only_yes_no_references_are_taken_with_their_gold_and_half(tmp_path):
     got = yes_no_questions(path)
     assert [(q["id"], q["gold"]) for q in got] == [("id0", "yes"), ("id1", "no")]
     assert {q["split"] for q in got} <= {"tune", "test"}
+
+
+def test_the_latency_section_compares_p50_on_the_same_generated_answers(tmp_path):
+    from finrag.benchmarks.verdicts import latency_lines
+
+    timed = [{"id": f"q{i}", "split": "tune", "repeat": 0, "verdict_on": on, "generated": True,
+              "total_ms": (10_000 + 100 * i) * (1.1 if on else 1.0),
+              "verdict_ms": 900.0 if on else 0.0, "answer": "Yes."}
+             for i in range(31) for on in (True, False)]
+    timed.append({**timed[0], "generated": False, "total_ms": 5.0})  # from the facts: left out
+    text = "\n".join(latency_lines(timed))
+    assert "| verdict off | 31 | 11.50 |" in text and "| verdict on | 31 | 12.65 |" in text
+    assert "p50 on / off: **1.100** (goal ≤ 1.30)" in text
+    write_report(_rows(), tmp_path, "cmd", timed)
+    assert (tmp_path / "latency_cdf.png").stat().st_size > 1000
+    assert "What the verdict step costs" in (tmp_path / "report.md").read_text()

@@ -304,6 +304,10 @@ def test_only_yes_no_questions_are_asked_for_yes_or_no_first():
     assert is_yes_no("Does Adobe have an improving operating margin profile as of FY2022?")
     assert not is_yes_no("What drove operating margin change as of FY2022 for 3M?")
     assert not is_yes_no("Which segment dragged down 3M's overall growth in 2022?")
+    assert is_yes_no("As of Q2'2023, is Pfizer spinning off any large business segments?")
+    assert is_yes_no("Looking at VaR, did the risk that JPM faced decrease?")
+    assert not is_yes_no("In FY2022, what was 3M's capex?")
+    assert not is_yes_no("What drove revenue, and did margins hold?")
     ask = lambda q: answer_messages(q, [])[0]["content"]  # noqa: E731
     assert ask("Has Best Buy paid dividends?").endswith(YES_NO_RULE)
     assert YES_NO_RULE not in ask("What is the FY2018 capital expenditure amount for 3M?")
