@@ -50,11 +50,12 @@ def measure(pipe, questions: list[dict[str, Any]], engine=None) -> list[dict[str
     """``engine``: the LLM whose log-odds are read (default: the profile's generator)."""
     from finrag.retrieval.systems.recipes import RECIPES
     from finrag.retrieval.systems.run import Run
-    from finrag.retrieval.systems.verdict import (log_odds, content_free_offset, verdict_in,
-                                                  verdict_messages)
+    from finrag.retrieval.systems.context import answer_messages
+    from finrag.retrieval.systems.verdict import calibrate, log_odds, verdict_in
 
     engine = engine or pipe.engine("generator")
-    offset = content_free_offset(engine)
+    cal = calibrate(engine)
+    offset = cal.offset
     rows = []
     for i, q in enumerate(questions, 1):
         run = Run(q["question"], "hdrr", pipe.profile.name)
@@ -66,8 +67,8 @@ def measure(pipe, questions: list[dict[str, Any]], engine=None) -> list[dict[str
             row["facts"] = facts
         if blocks:
             t0 = time.perf_counter()
-            raw, bare = log_odds(engine, [verdict_messages(q["question"], blocks),
-                                           verdict_messages(q["question"], [])])
+            raw, bare = log_odds(engine, [answer_messages(q["question"], blocks),
+                                           answer_messages(q["question"], [])], ids=cal.ids)
             row.update(raw=raw, bare=bare, seconds=round(time.perf_counter() - t0, 2))
         rows.append(row)
         print(f"[{i}/{len(questions)}] {q['split']} gold {q['gold']}: "

@@ -175,9 +175,15 @@ def logsumexp(values: Sequence[float]) -> float:
     return top + math.log(sum(math.exp(v - top) for v in values))
 
 
-def yes_no_log_odds(engine, prompts: list, *, batch_size: int = 4) -> list[float]:
+def yes_no_ids(engine) -> tuple[list[int], list[int]]:
+    """The single-token ids of Yes and of No in ``engine``'s tokenizer."""
+    return single_token_ids(engine, YES_FORMS), single_token_ids(engine, NO_FORMS)
+
+
+def yes_no_log_odds(engine, prompts: list, *, ids: tuple[list[int], list[int]] | None = None,
+                    batch_size: int = 4) -> list[float]:
     """Per prompt, the log-odds of Yes over No as the next token (``next_token_logprobs``;
-    nothing generated)."""
-    yes, no = single_token_ids(engine, YES_FORMS), single_token_ids(engine, NO_FORMS)
+    nothing generated). ``ids``: ``yes_no_ids(engine)``, when the caller keeps them."""
+    yes, no = ids or yes_no_ids(engine)
     rows = engine.next_token_logprobs(prompts, yes + no, batch_size=batch_size)
     return [logsumexp(r[:len(yes)]) - logsumexp(r[len(yes):]) for r in rows]

@@ -185,6 +185,7 @@ class LLMRelevanceScorer(Reranker):
         chats = [self.build_messages(query, p) for p in passages]
         # sigmoid of the log-odds = softmax([yes, no])[0]
         scores = [_sigmoid(x) for x in yes_no_log_odds(self.engine, chats,
+                                                        ids=(self.yes_ids, self.no_ids),
                                                         batch_size=self.batch_size)]
         each = [len(self.engine.prompt_token_ids(c)) for c in chats]
         self.last_usage = {"prompt_tokens": sum(each), "calls": len(each),

@@ -35,8 +35,7 @@ from finrag.retrieval.systems.context import (NOT_FOUND, Block, answer_messages,
 from finrag.retrieval.systems.figures import figures_written, unsupported
 from finrag.retrieval.systems.recipes import RECIPES, SYSTEMS
 from finrag.retrieval.systems.run import Run, bound, check_question, energy
-from finrag.retrieval.systems.verdict import (Verdict, content_free_offset, decide, opened,
-                                              verdict_in)
+from finrag.retrieval.systems.verdict import Calibration, Verdict, calibrate, decide, opened, verdict_in
 
 __all__ = ["Pipeline", "part_findings"]
 
@@ -111,7 +110,7 @@ class Pipeline:
         self._views: dict[frozenset[str], Pipeline] = {}
         self._base: Pipeline | None = None  # the pipeline a view was made from
         self._generation: int | None = None  # the index's, when the caches above were made
-        self._verdict_offsets: dict[str, float] = {}  # per generator model (verdict.py)
+        self._verdict_calibrations: dict[str, Calibration] = {}  # per model (verdict.py)
 
     # construction ---------------------------------------------------------------------
     @classmethod
@@ -397,7 +396,7 @@ class Pipeline:
         yes/no question's answer opens with the verdict read from its passages (``_verdict``)
         and is generated on from it."""
         verdicts = [self._verdict(run, engine, blocks, readings) for run, blocks, readings in batch]
-        prompts = [opened(engine, run.answer.query, blocks, v) if v else
+        prompts = [opened(v) if v else
                    answer_messages(run.answer.query, blocks)
                    for (run, blocks, _), v in zip(batch, verdicts)]
         with self.meter.measure() as m:
@@ -437,10 +436,10 @@ class Pipeline:
             return None
         try:
             with self.meter.measure() as m:
-                offset = self._verdict_offsets.get(engine.model_id)
-                if offset is None:
-                    offset = self._verdict_offsets[engine.model_id] = content_free_offset(engine)
-                verdict = decide(engine, run.answer.query, blocks, offset)
+                cal = self._verdict_calibrations.get(engine.model_id)
+                if cal is None:
+                    cal = self._verdict_calibrations[engine.model_id] = calibrate(engine)
+                verdict = decide(engine, run.answer.query, blocks, cal)
         except NotImplementedError:
             return None
         ms = m.reading.seconds * 1000
@@ -449,7 +448,7 @@ class Pipeline:
         run.answer.calls.append(LLMCall("verdict", engine.model_id, verdict.prompt_tokens, 0,
                                         round(ms, 3)))
         run.answer.verdict = {"word": verdict.word, "margin": round(verdict.margin, 4),
-                              "raw": round(verdict.raw, 4), "offset": round(offset, 4),
+                              "raw": round(verdict.raw, 4), "offset": round(cal.offset, 4),
                               "from": "passages"}
         return verdict
 

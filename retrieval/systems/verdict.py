@@ -8,8 +8,8 @@ that lean by contextual calibration (Zhao et al., "Calibrate Before Use", ICML 2
 prompt with content-free input (the question and the context "N/A") gives the model's log-odds
 of Yes for no evidence at all, which is subtracted.
 
-    offset = content_free_offset(engine)            # once per engine
-    v = decide(engine, question, blocks, offset)    # one forward pass, nothing generated
+    cal = calibrate(engine)                         # once per engine
+    v = decide(engine, question, blocks, cal)       # one forward pass, nothing generated
     v.word                                          # "Yes" or "No": the answer opens with it
 
 The answer is then generated with the verdict already written as its first word, so the reason
@@ -23,6 +23,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from finrag.models.llm import yes_no_ids
 from finrag.models.llm import yes_no_log_odds as log_odds
 from finrag.retrieval.systems.context import Block, answer_messages
 
@@ -34,6 +35,7 @@ class Verdict:
     word: str  # "Yes" or "No"
     margin: float  # calibrated log-odds of Yes over No (> 0: Yes)
     raw: float  # the log-odds before calibration
+    prompt: str  # the answer prompt as the model read it, rendered once
     prompt_tokens: int
 
 
@@ -46,29 +48,33 @@ def verdict_in(text: str) -> str | None:
     return m.group(1).lower() if m else None
 
 
-def verdict_messages(question: str, blocks: list[Block]) -> list[dict]:
-    """The answer prompt the verdict is read from (the yes/no rule in it)."""
-    return answer_messages(question, blocks)
+@dataclass(frozen=True)
+class Calibration:
+    """What a verdict needs of its engine, worked out once: the Yes and No token ids and the
+    content-free offset."""
+
+    ids: tuple[list[int], list[int]]
+    offset: float
 
 
-def content_free_offset(engine) -> float:
-    """The generator's log-odds of Yes over No on the answer prompt with content-free input:
-    its lean with no question and no evidence."""
+def calibrate(engine) -> Calibration:
+    """The engine's log-odds of Yes over No on the answer prompt with content-free input: its
+    lean with no question and no evidence."""
+    ids = yes_no_ids(engine)
     messages = answer_messages(CONTENT_FREE, [Block(CONTENT_FREE, 1, 1, CONTENT_FREE, 0)],
                                yes_no=True)
-    return log_odds(engine, [messages])[0]
+    return Calibration(ids, log_odds(engine, [messages], ids=ids)[0])
 
 
-def decide(engine, question: str, blocks: list[Block], offset: float) -> Verdict:
-    """Yes or No for ``question`` over ``blocks``, calibrated by ``offset``."""
-    messages = verdict_messages(question, blocks)
-    [raw] = log_odds(engine, [messages])
-    margin = raw - offset
-    return Verdict("Yes" if margin > 0 else "No", margin, raw,
-                   engine.count_tokens(engine.render(messages)))
+def decide(engine, question: str, blocks: list[Block], calibration: Calibration) -> Verdict:
+    """Yes or No for ``question`` over ``blocks``, less ``calibration``'s offset."""
+    prompt = engine.render(answer_messages(question, blocks))  # once: served, a call each
+    [raw] = log_odds(engine, [prompt], ids=calibration.ids)
+    margin = raw - calibration.offset
+    return Verdict("Yes" if margin > 0 else "No", margin, raw, prompt, engine.count_tokens(prompt))
 
 
-def opened(engine, question: str, blocks: list[Block], verdict: Verdict) -> str:
-    """The answer prompt rendered as text, the verdict already written as the answer's first
-    word: the generator goes on from there."""
-    return engine.render(verdict_messages(question, blocks)) + verdict.word
+def opened(verdict: Verdict) -> str:
+    """The answer prompt with the verdict already written as the answer's first word: the
+    generator goes on from there."""
+    return verdict.prompt + verdict.word

@@ -318,7 +318,7 @@ def test_a_yes_no_answer_opens_with_the_verdict_its_passages_give(pipe):
     """The verdict is read from the passages before the answer is written, calibrated by the
     content-free offset, and the generated answer goes on from it (streamed the same); other
     questions get none, and a yes/no question with no passage says what was looked for."""
-    from finrag.retrieval.systems.verdict import content_free_offset, decide
+    from finrag.retrieval.systems.verdict import Calibration, calibrate, decide
 
     q = "Did Lumenfield Software report any legal proceedings in its 2023 annual report?"
     pieces: list[str] = []
@@ -335,14 +335,15 @@ def test_a_yes_no_answer_opens_with_the_verdict_its_passages_give(pipe):
 
     # the same passages decide the other way only when the offset moves past the raw log-odds
     engine = pipe.engine("generator")
-    assert pipe._verdict_offsets[engine.model_id] == pytest.approx(content_free_offset(engine),
-                                                                   abs=1e-3)
+    cal = calibrate(engine)
+    assert pipe._verdict_calibrations[engine.model_id].offset == pytest.approx(cal.offset,
+                                                                               abs=1e-3)
     from finrag.retrieval.systems.recipes import RECIPES
     from finrag.retrieval.systems.run import Run
 
     blocks = RECIPES["hdrr"](pipe, Run(q, "hdrr", "tiny"))
-    assert decide(engine, q, blocks, v["raw"] - 1).word == "Yes"
-    assert decide(engine, q, blocks, v["raw"] + 1).word == "No"
+    assert decide(engine, q, blocks, Calibration(cal.ids, v["raw"] - 1)).word == "Yes"
+    assert decide(engine, q, blocks, Calibration(cal.ids, v["raw"] + 1)).word == "No"
 
     other = pipe.answer("What was Lumenfield Software's total revenue in fiscal 2023?", "cbr")
     assert other.verdict is None and "verdict" not in [c["role"] for c in other.usage["calls"]]
