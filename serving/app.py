@@ -825,9 +825,11 @@ def build_app(args: dict | AppConfig | None = None):
     shares_llm = prof.role("router").model == prof.role("generator").model
     router = Router.options(**cfg.options("Router", prof)).bind(conf, embedder,
                                                           generator if shares_llm else None)
-    # room above the admission limit for /healthz, /metrics and the 503s themselves; past it
-    # Serve's own bounded queue answers 503 rather than letting requests wait unseen
-    ingress = {"max_ongoing_requests": cfg.limits.max_in_flight + 16,
-               "max_queued_requests": cfg.limits.max_in_flight + 16} | cfg.options("Ingress")
+    # room above the admission limit for /healthz, /metrics, refused bodies and the 503s
+    # themselves; past it Serve's own bounded queue answers 503 rather than letting requests
+    # wait unseen. Serve's router counts a replica's requests from a report that lags a burst,
+    # so the room is twice what a burst of refusals (the hardening probes send 30) needs.
+    room = cfg.limits.max_in_flight + 32
+    ingress = {"max_ongoing_requests": room, "max_queued_requests": room} | cfg.options("Ingress")
     return Ingress.options(**ingress).bind(conf, router, embedder, retriever, light, large,
                                            generator)
