@@ -46,6 +46,10 @@ STAGES: dict[str, dict] = {
     # the pages of the primary statements the question reads join the candidates; the best
     # chunk of the first 2 leads (stmt<N>: of the first N)
     "stmt": {"pipeline": {"statement_pages": 2}},
+    # the pages where the sections the question asks about open (legal proceedings,
+    # segments, risk factors, customers) join the candidates; the best chunk of the first 2
+    # leads (sect<N>: of the first N)
+    "sect": {"pipeline": {"section_pages": 2}},
     "pool100": {"pipeline": {"fts_k": 50, "dense_k": 60}, "cascade": {"light_top_n": 100}},
     # the large stage named by --large (kind:model), over the light stage's top M
     "large": {"pipeline": {"large_rerank": True}},
@@ -61,7 +65,8 @@ STAGES: dict[str, dict] = {
 # every stage off: the baseline, whatever the profile's own settings are
 OFF: dict = {"pipeline": {"normalize_query": False, "fts_weighted": False, "k_reciprocal": False,
                           "table_records": 0, "light_rerank": True, "large_rerank": False,
-                          "query_expansion": False, "statement_pages": 0},
+                          "query_expansion": False, "statement_pages": 0,
+                          "section_pages": 0},
              "cascade": {"prior_fusion": False, "large_fusion": False}}
 
 
@@ -77,6 +82,9 @@ def parse_config(name: str) -> dict:
         if part.startswith("stmt") and part[4:].isdigit():  # stmt3: the first 3 pages lead
             out["pipeline"].update(statement_pages=int(part[4:]))
             continue
+        if part.startswith("sect") and part[4:].isdigit():  # sect1: the first page leads
+            out["pipeline"].update(section_pages=int(part[4:]))
+            continue
         if part.startswith("krecip_k"):  # krecip_k6: k-reciprocal with k1 = 6
             out["pipeline"].update(k_reciprocal=True, k_reciprocal_k1=int(part[8:]))
             continue
@@ -85,7 +93,7 @@ def parse_config(name: str) -> dict:
             continue
         if part not in STAGES:
             raise ValueError(f"unknown stage {part!r}; known: baseline, {', '.join(STAGES)}, "
-                             "krecip_l<lambda>, krecip_k<k1>, stmt<N>, top<M>")
+                             "krecip_l<lambda>, krecip_k<k1>, stmt<N>, sect<N>, top<M>")
         for key, values in STAGES[part].items():
             out[key].update(values)
     return out

@@ -107,6 +107,10 @@ class PipelineSettings(BaseModel):
     # a named metric's lines: retrieval.facts.classify.statements_named) join its candidates,
     # and the best-ranked chunk of the first N such pages leads the ranking (0: off)
     statement_pages: int = 0
+    # a routed filing's pages where the sections a question asks about open (legal
+    # proceedings, segments, risk factors, customer concentration: retrieval.systems.sections)
+    # join its candidates, and the best-ranked chunk of the first N leads (0: off)
+    section_pages: int = 0
     light_rerank: bool = True  # False: the retrievers' fused order is the final ranking
     # HyDE: HDRR's dense side also embeds a hypothetical filing passage the router LLM writes
     # (in the routing call when one is made, else one call of its own) and its full-text side

@@ -133,3 +133,86 @@ def unsupported(answer: str, sources: list[str]) -> list[str]:
     given = [f for text in sources for f in figures(text)]
     return list(dict.fromkeys(text for text, fig in figures_written(answer)
                               if not any(match(fig, g) for g in given)))
+
+
+
+# stricter than the statement pages' own unit rule (facts.statements): a passage's prose may
+# say "millions" of anything, so only "in millions" or "(millions" declares a scale
+_STATED_SCALE = re.compile(r"(?:\b(?:in|amounts? in|dollars? in|\$ in)\s+|\()"
+                           r"(thousands|millions|billions)\b", re.IGNORECASE)
+_SCALE_NAMES = {"k": "thousand", "thousand": "thousand", "thousands": "thousand", "m": "million", "mn": "million",
+                "mm": "million", "million": "million", "millions": "million", "b": "billion",
+                "bn": "billion", "billion": "billion", "billions": "billion"}
+_PER_UNIT = re.compile(r"per\s+(?:diluted\s+|basic\s+|common\s+)?share|\bEPS\b|dividend|"
+                       r"per\s+(?:unit|employee|customer|store|square)", re.IGNORECASE)
+_SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
+
+
+def _source_scales(number: str, sources: list[str]) -> set[str]:
+    """The scales under which the sources write ``number``: a scale word beside it, else the
+    one its table or statement declares last before it ("(In millions, except per share
+    data)"); "" where none is stated or the figure's line is a per-share or per-unit row."""
+    digits = number.replace(",", "")
+    scales = set()
+    for text in sources:
+        for m in _NUMBER.finditer(text or ""):
+            if m.group("num").replace(",", "") != digits or m.group("pct"):
+                continue
+            word = (m.group("scale") or "").lower()
+            end = text.find("\n", m.end())
+            line = text[text.rfind("\n", 0, m.start()) + 1:end if end >= 0 else len(text)]
+            if not word and _PER_UNIT.search(line):  # "except per share data": a row in dollars
+                scales.add("")
+                continue
+            stated = [s.group(1) for s in _STATED_SCALE.finditer(text, 0, m.start())]
+            scales.add(_SCALE_NAMES[word] if word else
+                       _SCALE_NAMES[stated[-1].lower()] if stated else "")
+    return scales
+
+
+def with_stated_scale(answer: str, sources: list[str]) -> str:
+    """``answer`` with the scale word its sources state added to each dollar figure written
+    without one: "$3,793" read from a statement "(In millions …)" becomes "$3,793 million".
+    A figure stays as written where its sources disagree on the scale or state none, and in a
+    sentence about a per-share or per-unit amount."""
+    out, last = [], 0
+    for m in _NUMBER.finditer(answer):
+        if not m.group("cur") or m.group("scale") or m.group("pct"):
+            continue
+        start = max((s.end() for s in _SENTENCE_END.finditer(answer, 0, m.start())), default=0)
+        stop = _SENTENCE_END.search(answer, m.end())
+        if _PER_UNIT.search(answer[start:stop.start() if stop else len(answer)]):
+            continue
+        scales = _source_scales(m.group("num"), sources)
+        if len(scales) != 1 or "" in scales:
+            continue
+        out.append(f"{answer[last:m.end('num')]} {scales.pop()}")
+        last = m.end("num")
+    return "".join(out) + answer[last:]
+
+
+_STREAM_CUT = re.compile(r"[.!?]\s")
+
+
+class ScaledStream:
+    """A text stream with ``with_stated_scale`` applied as it goes, so what is streamed is
+    what the final answer says: a sentence holding a dollar figure is held back until it ends
+    (its per-share words may come after the figure); ``flush()`` sends the rest."""
+
+    def __init__(self, on_text, sources: list[str]):
+        self.on_text, self.sources = on_text, sources
+        self.raw, self.sent = "", 0
+
+    def __call__(self, piece: str) -> None:
+        self.raw += piece
+        cut = max((m.end() for m in _STREAM_CUT.finditer(self.raw)), default=0)
+        self._send(self.raw if "$" not in self.raw[cut:] else self.raw[:cut])
+
+    def flush(self) -> None:
+        self._send(self.raw)
+
+    def _send(self, text: str) -> None:
+        out = with_stated_scale(text, self.sources)
+        if len(out) > self.sent:
+            self.on_text(out[self.sent:])
+            self.sent = len(out)

@@ -32,7 +32,8 @@ from finrag.retrieval.systems.components import (FactsSource, LLMEngine, QueryEm
                                           Reranker, SearchIndex)
 from finrag.retrieval.systems.context import (NOT_FOUND, Block, answer_messages, cite, is_yes_no,
                                               states_nothing)
-from finrag.retrieval.systems.figures import figures_written, unsupported
+from finrag.retrieval.systems.figures import (ScaledStream, figures_written, unsupported,
+                                              with_stated_scale)
 from finrag.retrieval.systems.recipes import RECIPES, SYSTEMS
 from finrag.retrieval.systems.run import Run, bound, check_question, energy
 from finrag.retrieval.systems.verdict import Calibration, Verdict, calibrate, decide, opened, verdict_in
@@ -106,6 +107,7 @@ class Pipeline:
         self.expansions: dict[str, tuple[str, list[str], LLMCall]] = {}
         self.table_searches: dict[int, Any] = {}  # per index: its tables as records
         self.statement_page_kinds: dict[tuple[int, str], dict[int, str]] = {}  # per filing
+        self.section_page_kinds: dict[tuple[int, str], dict[int, list[str]]] = {}
         self.collections: frozenset[str] | None = None  # what this pipeline reads (None: all)
         self._views: dict[frozenset[str], Pipeline] = {}
         self._base: Pipeline | None = None  # the pipeline a view was made from
@@ -234,7 +236,7 @@ class Pipeline:
         view._router = None if self._router is None else self._router.scoped(readable)
         view._facts_answerer = self.facts.scoped(readable, PUBLIC_COLLECTION in key)
         view.routes, view.expansions, view.table_searches = {}, {}, {}
-        view.statement_page_kinds, view._views = {}, {}
+        view.statement_page_kinds, view.section_page_kinds, view._views = {}, {}, {}
         self._views[key] = view
         bound(self._views)
         return view
@@ -279,7 +281,7 @@ class Pipeline:
         if now != self._generation:
             if self._generation is not None:
                 self.routes, self.expansions, self.table_searches = {}, {}, {}
-                self.statement_page_kinds, self._views = {}, {}
+                self.statement_page_kinds, self.section_page_kinds, self._views = {}, {}, {}
                 if self._router_built_here:
                     self._router = None
                 if self._facts_built_here:  # a newer published version is another database
@@ -386,7 +388,9 @@ class Pipeline:
                     run.answer.answer, [b.text for b in blocks] + [run.preface])
         if batch and self.settings.verify_figures:
             self._verify_figures(batch, engine, params)
-        for run, _, _ in runs:
+        for run, blocks, _ in runs:
+            if not run.done and blocks:  # "$3,793" from a table "(In millions)": "$3,793 million"
+                run.answer.answer = with_stated_scale(run.answer.answer, [b.text for b in blocks])
             if run.preface and not run.done:
                 run.answer.answer = f"{run.preface}\n{run.answer.answer}"
 
@@ -406,9 +410,11 @@ class Pipeline:
                     on_text(preface + "\n")
                 if verdicts[0]:
                     on_text(verdicts[0].word)
-                completions = engine.generate(
-                    prompts, params,
-                    on_text=_lstripped(on_text) if preface and not verdicts[0] else on_text)
+                # figures streamed as the final answer writes them ("$3,793 million")
+                scaled = ScaledStream(_lstripped(on_text) if preface and not verdicts[0]
+                                      else on_text, [b.text for b in batch[0][1]])
+                completions = engine.generate(prompts, params, on_text=scaled)
+                scaled.flush()
             else:
                 completions = engine.generate(prompts, params)
         # a shared batch's energy is charged by each answer's share of its tokens

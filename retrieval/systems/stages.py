@@ -21,6 +21,7 @@ from finrag.retrieval.store.tables import TableSearch
 from finrag.retrieval.systems.components import SearchIndex
 from finrag.retrieval.systems.context import Block, build_blocks, truncate_to_tokens
 from finrag.retrieval.systems.run import Run, bound
+from finrag.retrieval.systems.sections import section_pages, sections_named
 
 if TYPE_CHECKING:
     from finrag.retrieval.systems.pipelines import Pipeline
@@ -123,27 +124,54 @@ def with_statements(pipe: Pipeline, run: Run, index: SearchIndex, query: str,
                 bound(pipe.statement_page_kinds)
             found = pipe.statement_page_kinds[key]
             pages += [(doc_id, n) for kind in kinds for n in sorted(found) if found[n] == kind]
-        have = {h.chunk_id for h in hits}
-        extra = [Hit(c.chunk_id, c.doc_id, c.first_page, c.last_page, 0.0, 0, c.text)
-                 for doc_id in doc_ids
-                 for c in index.catalog.page_chunks(doc_id, [n for d, n in pages if d == doc_id])
-                 if c.chunk_id not in have]
+        return _with_pages(pipe, run, index, doc_ids, hits, pages, "statements"), pages
+
+
+def with_sections(pipe: Pipeline, run: Run, index: SearchIndex, query: str,
+                  doc_ids: list[str], hits: list[Hit]
+                  ) -> tuple[list[Hit], list[tuple[str, int]]]:
+    """The routed filings' pages where the sections the question asks about open (legal
+    proceedings, segments, risk factors, customer concentration: ``sections``), joined to
+    the candidates like the statement pages; with the (filing, page) pairs in the order the
+    question names the sections."""
+    with run.stage("sections"):
+        kinds = sections_named(query)
+        pages: list[tuple[str, int]] = []
+        for doc_id in doc_ids if kinds else []:
+            key = (id(index), doc_id)
+            if key not in pipe.section_page_kinds:
+                pipe.section_page_kinds[key] = section_pages(index.catalog.pages(doc_id))
+                bound(pipe.section_page_kinds)
+            found = pipe.section_page_kinds[key]
+            pages += [(doc_id, n) for kind in kinds for n in sorted(found) if kind in found[n]]
+        return _with_pages(pipe, run, index, doc_ids, hits, pages, "sections"), pages
+
+
+def _with_pages(pipe: Pipeline, run: Run, index: SearchIndex, doc_ids: list[str],
+                hits: list[Hit], pages: list[tuple[str, int]], stage: str) -> list[Hit]:
+    """``hits`` with the chunks of ``pages`` they lack, room kept for them in the light
+    stage's pool; recorded as ``stage``."""
+    have = {h.chunk_id for h in hits}
+    extra = [Hit(c.chunk_id, c.doc_id, c.first_page, c.last_page, 0.0, 0, c.text)
+             for doc_id in doc_ids
+             for c in index.catalog.page_chunks(doc_id, [n for d, n in pages if d == doc_id])
+             if c.chunk_id not in have]
     if not extra:
-        return hits, pages
+        return hits
     hits = hits[:max(pipe.profile.cascade.light_top_n - len(extra), 0)] + extra
     for rank, h in enumerate(hits, start=1):
         h.rank = rank
-    run.record("statements", extra)
-    return hits, pages
+    run.record(stage, extra)
+    return hits
 
 
-def statements_first(pipe: Pipeline, pages: list[tuple[str, int]], ranked: list[Hit],
-                     kept: list[Hit]) -> tuple[list[Hit], list[Hit]]:
-    """The best-ranked chunk of each of the first ``statement_pages`` statement pages
-    leads the ranking and the kept chunks (as many kept as the cutoff chose)."""
+def pages_first(pages: list[tuple[str, int]], count: int, ranked: list[Hit],
+                kept: list[Hit]) -> tuple[list[Hit], list[Hit]]:
+    """The best-ranked chunk of each of the first ``count`` of ``pages`` leads the ranking
+    and the kept chunks (as many kept as the cutoff chose, or as lead)."""
     lead: list[Hit] = []
     for doc_id, page in pages:
-        if len(lead) == pipe.settings.statement_pages:
+        if len(lead) == count:
             break
         best = next((h for h in ranked if h.doc_id == doc_id
                      and h.first_page <= page <= h.last_page), None)
@@ -217,9 +245,14 @@ def retrieve(pipe: Pipeline, run: Run, index: SearchIndex, query: str,
     pages: list[tuple[str, int]] = []
     if pipe.settings.statement_pages and doc_ids:
         hits, pages = with_statements(pipe, run, index, query, doc_ids, hits)
+    sections: list[tuple[str, int]] = []
+    if pipe.settings.section_pages and doc_ids:
+        hits, sections = with_sections(pipe, run, index, query, doc_ids, hits)
     ranked, kept = rerank(pipe, run, query, hits, refiner(pipe, run, index))
     if pages:
-        ranked, kept = statements_first(pipe, pages, ranked, kept)
+        ranked, kept = pages_first(pages, pipe.settings.statement_pages, ranked, kept)
+    if sections:  # what the question asks to find leads what it reads figures from
+        ranked, kept = pages_first(sections, pipe.settings.section_pages, ranked, kept)
     run.record("ranked", ranked, [None] * len(ranked))
     run.record("kept", kept, [None] * len(kept))
     return kept

@@ -103,6 +103,24 @@ def test_dpo_reads_the_prior_year_and_says_what_is_missing(mmm, answerer):
     assert v is None and "accounts payable" in why and "FY2016" in why
 
 
+def test_debt_is_long_term_debt_and_its_current_portion(mmm, answerer):
+    from finrag.retrieval.facts.classify import classify
+    from finrag.retrieval.facts.concepts import default_concepts
+
+    catalog = mmm.index.catalog
+    debt = {y: _row(catalog, 58, "Long-term debt", y)
+            + _row(catalog, 58, "Short-term borrowings and current portion of long-term debt", y)
+            for y in ("2018", "2017")}
+    q = classify("Has 3M increased its debt on balance sheet between FY2017 and FY2018?",
+                 default_concepts())
+    assert [m.key for m in q.metrics] == ["total_debt"] and q.trend.yes_no
+    result = answerer.answer(q, [mmm.facts.company("3M")])
+    assert {v.end[:4]: v.value for v in result.values} == pytest.approx(debt)
+    assert result.text.startswith("Yes" if debt["2018"] > debt["2017"] else "No")
+    q = classify("What was 3M's net debt at the end of FY2018?", default_concepts())
+    assert [m.key for m in q.metrics] == ["net_debt"]
+
+
 def test_a_note_table_does_not_override_the_primary_statement(mmm):
     catalog = mmm.index.catalog
     label = "Purchases of property, plant and equipment (PP&E)"

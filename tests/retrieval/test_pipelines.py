@@ -402,3 +402,53 @@ def test_every_generated_answer_carries_its_unsupported_figures(pipe, demo_index
             assert refused or not written or written[0] not in b.unsupported_figures
     finally:
         checked.close()
+
+
+def test_a_generated_figure_keeps_the_scale_its_source_states():
+    from finrag.retrieval.systems.figures import ScaledStream, with_stated_scale
+
+    statement = ("CONSOLIDATED STATEMENTS OF OPERATIONS (In millions, except per share data)\n"
+                 "Total revenue 3,793 3,253\nDiluted net income per share 2.15 1.10")
+    assert (with_stated_scale("Total revenue in fiscal 2023 was $3,793.", [statement])
+            == "Total revenue in fiscal 2023 was $3,793 million.")
+    # written with a scale, a per-share row or sentence, two sources that disagree, a
+    # source that states none: left as written
+    for answer, sources in [("Revenue was $3,793 million.", [statement]),
+                            ("Diluted EPS was $2.15.", [statement]),
+                            ("It earned $1.10 in 2022.", [statement]),
+                            ("Revenue was $3,793.", [statement, "(in thousands) sales 3,793"]),
+                            ("Revenue was $3,793.", ["revenue of 3,793 was recorded"])]:
+        assert with_stated_scale(answer, sources) == answer
+    assert (with_stated_scale("Up from $3,253.", ["(Dollars in thousands) 3,253"])
+            == "Up from $3,253 thousand.")
+    # streamed in pieces, the text is the same as the answer's
+    text = "Revenue was $3,793. Diluted EPS was $2.15 per share. In 2022 it was $3,253."
+    pieces: list[str] = []
+    stream = ScaledStream(pieces.append, [statement])
+    for i in range(0, len(text), 4):
+        stream(text[i:i + 4])
+    stream.flush()
+    assert "".join(pieces) == with_stated_scale(text, [statement]) == (
+        "Revenue was $3,793 million. Diluted EPS was $2.15 per share. In 2022 it was "
+        "$3,253 million.")
+
+
+@pytest.mark.slow
+def test_an_existence_question_reads_the_section_it_asks_about_first(pipe):
+    from finrag.retrieval.systems.sections import section_pages
+
+    q = "Has Lumenfield Software reported any legal proceedings in fiscal 2023?"
+    opened = [n for n, kinds in section_pages(pipe.index.catalog.pages("LUMENFIELD_2023_10K"))
+              .items() if "legal" in kinds]
+    assert opened  # the filing's "Item 3. Legal Proceedings" page
+    on = pipe.settings.section_pages
+    try:
+        pipe.settings.section_pages = 1
+        a = pipe.answer(q, "hdrr", generate=False)
+        first = a.retrieved["context"][0]
+        assert first["first_page"] <= opened[0] <= first["last_page"], a.retrieved["context"]
+        assert a.retrieved.get("sections") or any(  # joined, unless search had found it
+            r["first_page"] <= opened[0] <= r["last_page"] for r in a.retrieved["fused"])
+        assert "sections" in a.timings_ms
+    finally:
+        pipe.settings.section_pages = on
