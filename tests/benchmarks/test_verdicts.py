@@ -51,17 +51,25 @@ def test_only_yes_no_references_are_taken_with_their_gold_and_half(tmp_path):
     assert {q["split"] for q in got} <= {"tune", "test"}
 
 
-def test_the_latency_section_compares_p50_on_the_same_generated_answers(tmp_path):
+def test_the_latency_section_compares_p50_on_the_questions_with_a_verdict_step(tmp_path):
     from finrag.benchmarks.verdicts import latency_lines
 
     timed = [{"id": f"q{i}", "split": "tune", "repeat": 0, "verdict_on": on, "generated": True,
               "total_ms": (10_000 + 100 * i) * (1.1 if on else 1.0),
               "verdict_ms": 900.0 if on else 0.0, "answer": "Yes."}
              for i in range(31) for on in (True, False)]
-    timed.append({**timed[0], "generated": False, "total_ms": 5.0})  # from the facts: left out
+    # a question the facts judge: generated, no verdict step on either side
+    timed += [{**timed[0], "id": "facts", "verdict_on": on, "total_ms": 20_000.0,
+               "verdict_ms": 0.0} for on in (True, False)]
+    timed.append({**timed[0], "id": "alone", "generated": False, "total_ms": 5.0})
     text = "\n".join(latency_lines(timed))
-    assert "| verdict off | 31 | 11.50 |" in text and "| verdict on | 31 | 12.65 |" in text
-    assert "p50 on / off: **1.100** (goal ≤ 1.30)" in text
-    write_report(_rows(), tmp_path, "cmd", timed)
+    assert "| with a verdict step | verdict off | 31 | 11.50 |" in text
+    assert "| with a verdict step | verdict on | 31 | 12.65 |" in text
+    assert "| every generated answer | verdict off | 32 | 11.55 |" in text
+    assert "p50 on / off, questions with a verdict step: **1.100** (goal ≤ 1.30)" in text
+    write_report(_rows(), tmp_path, "cmd", timed,
+                 verdicts_from="python -m finrag.benchmarks.verdicts --split all")
     assert (tmp_path / "latency_cdf.png").stat().st_size > 1000
+    assert ("The verdicts below are those of `python -m finrag.benchmarks.verdicts --split all`"
+            in (tmp_path / "report.md").read_text())
     assert "What the verdict step costs" in (tmp_path / "report.md").read_text()
