@@ -119,6 +119,10 @@ def test_debt_is_long_term_debt_and_its_current_portion(mmm, answerer):
     assert result.text.startswith("Yes" if debt["2018"] > debt["2017"] else "No")
     q = classify("What was 3M's net debt at the end of FY2018?", default_concepts())
     assert [m.key for m in q.metrics] == ["net_debt"]
+    # a question about the debt itself, not its amount, names no metric
+    for text in ("Which debt securities are registered to trade on a national securities "
+                 "exchange under 3M's name?", "What are the covenants of 3M's debt?"):
+        assert classify(text, default_concepts()).metrics == [], text
 
 
 def test_a_note_table_does_not_override_the_primary_statement(mmm):
