@@ -151,17 +151,22 @@ _SENTENCE_END = re.compile(r"[.!?](?:\s|$)")
 def _source_scales(number: str, sources: list[str]) -> set[str]:
     """The scales under which the sources write ``number``: a scale word beside it, else the
     one its table or statement declares last before it ("(In millions, except per share
-    data)"); "" where none is stated or the figure's line is a per-share or per-unit row."""
+    data)"); "" where none is stated or the figure's row is a per-share or per-unit row. A
+    row's label is the words since the figure before it (a table's text may have lost its line
+    breaks); a figure right after another is in the same row."""
     digits = number.replace(",", "")
     scales = set()
     for text in sources:
+        label, last = "", 0
         for m in _NUMBER.finditer(text or ""):
+            between = text[last:m.start()]
+            last = m.end()
+            if re.search(r"[A-Za-z]", between):  # a header's "(… per share data)" is no label
+                label = re.split(r"[\n)]", between)[-1][-80:]
             if m.group("num").replace(",", "") != digits or m.group("pct"):
                 continue
             word = (m.group("scale") or "").lower()
-            end = text.find("\n", m.end())
-            line = text[text.rfind("\n", 0, m.start()) + 1:end if end >= 0 else len(text)]
-            if not word and _PER_UNIT.search(line):  # "except per share data": a row in dollars
+            if not word and _PER_UNIT.search(label):  # "except per share data": a row in dollars
                 scales.add("")
                 continue
             stated = [s.group(1) for s in _STATED_SCALE.finditer(text, 0, m.start())]

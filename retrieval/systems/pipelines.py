@@ -106,7 +106,8 @@ class Pipeline:
         # query expansion calls of their own: (passage, keywords, cost) per question
         self.expansions: dict[str, tuple[str, list[str], LLMCall]] = {}
         self.table_searches: dict[int, Any] = {}  # per index: its tables as records
-        self.statement_page_kinds: dict[tuple[int, str], dict[int, str]] = {}  # per filing
+        # per filing: {page: the statements or sections that open on it}
+        self.statement_page_kinds: dict[tuple[int, str], dict[int, list[str]]] = {}
         self.section_page_kinds: dict[tuple[int, str], dict[int, list[str]]] = {}
         self.collections: frozenset[str] | None = None  # what this pipeline reads (None: all)
         self._views: dict[frozenset[str], Pipeline] = {}
@@ -520,9 +521,14 @@ class Pipeline:
         if len(found) == 1:
             text = found[0][0].text
         else:
+            # scaled as the final answer is, by the parts' own text (``_generate_runs``)
+            scaled = (ScaledStream(_lstripped(on_text), [b.text for b in blocks])
+                      if on_text is not None else None)
             [completion] = engine.generate(
                 [answer_messages(run.answer.query, [f for f, _ in found])], params,
-                **({"on_text": _lstripped(on_text)} if on_text is not None else {}))
+                **({"on_text": scaled} if scaled is not None else {}))
+            if scaled is not None:
+                scaled.flush()
             run.call("generator", engine.model_id, completion)
             text = completion.text.strip()
         run.answer.answer = text

@@ -115,15 +115,9 @@ def with_statements(pipe: Pipeline, run: Run, index: SearchIndex, query: str,
     Returns the candidates and the (filing, page) pairs in the order the question reads
     the statements."""
     with run.stage("statements"):
-        kinds = statements_named(query, pipe.facts.concepts)
-        pages: list[tuple[str, int]] = []
-        for doc_id in doc_ids if kinds else []:
-            key = (id(index), doc_id)
-            if key not in pipe.statement_page_kinds:
-                pipe.statement_page_kinds[key] = statement_pages(index.catalog.pages(doc_id))
-                bound(pipe.statement_page_kinds)
-            found = pipe.statement_page_kinds[key]
-            pages += [(doc_id, n) for kind in kinds for n in sorted(found) if found[n] == kind]
+        pages = _pages_of(index, doc_ids, statements_named(query, pipe.facts.concepts),
+                          pipe.statement_page_kinds,
+                          lambda texts: {n: [k] for n, k in statement_pages(texts).items()})
         return _with_pages(pipe, run, index, doc_ids, hits, pages, "statements"), pages
 
 
@@ -135,16 +129,25 @@ def with_sections(pipe: Pipeline, run: Run, index: SearchIndex, query: str,
     the candidates like the statement pages; with the (filing, page) pairs in the order the
     question names the sections."""
     with run.stage("sections"):
-        kinds = sections_named(query)
-        pages: list[tuple[str, int]] = []
-        for doc_id in doc_ids if kinds else []:
-            key = (id(index), doc_id)
-            if key not in pipe.section_page_kinds:
-                pipe.section_page_kinds[key] = section_pages(index.catalog.pages(doc_id))
-                bound(pipe.section_page_kinds)
-            found = pipe.section_page_kinds[key]
-            pages += [(doc_id, n) for kind in kinds for n in sorted(found) if kind in found[n]]
+        pages = _pages_of(index, doc_ids, sections_named(query), pipe.section_page_kinds,
+                          section_pages)
         return _with_pages(pipe, run, index, doc_ids, hits, pages, "sections"), pages
+
+
+def _pages_of(index: SearchIndex, doc_ids: list[str], kinds: list[str], cache: dict,
+              find) -> list[tuple[str, int]]:
+    """The (filing, page) pairs of ``doc_ids`` where each of ``kinds`` opens, in the order of
+    ``kinds``: ``find(pages) -> {page: [kinds]}`` works out a filing's once, kept in
+    ``cache``."""
+    pages: list[tuple[str, int]] = []
+    for doc_id in doc_ids if kinds else []:
+        key = (id(index), doc_id)
+        if key not in cache:
+            cache[key] = find(index.catalog.pages(doc_id))
+            bound(cache)
+        found = cache[key]
+        pages += [(doc_id, n) for kind in kinds for n in sorted(found) if kind in found[n]]
+    return pages
 
 
 def _with_pages(pipe: Pipeline, run: Run, index: SearchIndex, doc_ids: list[str],

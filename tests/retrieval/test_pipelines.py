@@ -421,6 +421,10 @@ def test_a_generated_figure_keeps_the_scale_its_source_states():
         assert with_stated_scale(answer, sources) == answer
     assert (with_stated_scale("Up from $3,253.", ["(Dollars in thousands) 3,253"])
             == "Up from $3,253 thousand.")
+    # a passage whose table lost its line breaks, as a context block holds it
+    flat = " ".join(statement.split())
+    assert with_stated_scale("Revenue was $3,253.", [flat]) == "Revenue was $3,253 million."
+    assert with_stated_scale("It earned $1.10 in 2022.", [flat]) == "It earned $1.10 in 2022."
     # streamed in pieces, the text is the same as the answer's
     text = "Revenue was $3,793. Diluted EPS was $2.15 per share. In 2022 it was $3,253."
     pieces: list[str] = []
