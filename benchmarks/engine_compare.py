@@ -85,7 +85,7 @@ def answer_prompts(n: int, context_tokens: int,
 # one engine, in its own process ---------------------------------------------------------
 def context_cost(engine, filing: Path, k: int, batch_size: int = 4) -> dict[str, Any]:
     """V-B contexts for ``k`` consecutive chunks of ``filing``, as the ingest writes them."""
-    from finrag.retrieval.indexer import parse_file
+    from finrag.retrieval.ingest.prepare import parse_file
     from finrag.retrieval.ingest.chunking import chunk_pages
     from finrag.retrieval.ingest.metadata import resolve_metadata
     from finrag.retrieval.ingest.variants import Contextualizer

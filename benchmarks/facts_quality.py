@@ -395,7 +395,7 @@ def run(pipe, questions: list[dict], gold: dict[str, list[G.GoldValue]], repeat:
 # --- command -------------------------------------------------------------------------------
 
 def add_parser(sub) -> None:
-    from finrag.retrieval.systems.options import add_pipeline_options
+    from finrag.serving.options import add_pipeline_options
 
     p = sub.add_parser("facts", help="the facts route on SEC questions: route, values, "
                        "refusals, LLM calls and latency", description=__doc__.split("\n\n")[0])
@@ -416,7 +416,7 @@ def add_parser(sub) -> None:
 
 
 def main(args) -> int:
-    from finrag.retrieval.systems.options import index_dir, load_pipeline
+    from finrag.serving.options import index_dir, load_pipeline
 
     if args.repeat < 1:
         raise ValueError("--repeat must be at least 1")

@@ -192,7 +192,7 @@ def report(result: dict[str, Any], files: list[str]) -> str:
 
 def add_parser(sub) -> None:
     from finrag.benchmarks import engine_only
-    from finrag.retrieval.systems.options import add_pipeline_options
+    from finrag.serving.options import add_pipeline_options
 
     p = sub.add_parser("perf", help="latency per stage, throughput against concurrency, tokens, "
                        "CPU seconds and joules per answer", description=__doc__.split("\n\n")[0])
@@ -255,7 +255,7 @@ def main(args) -> int:
                               "questions": str(args.questions)}
     if args.in_process:
         from finrag.benchmarks.quality import system_config
-        from finrag.retrieval.systems.options import load_pipeline
+        from finrag.serving.options import load_pipeline
 
         pipe = load_pipeline(args)
         profile = pipe.profile.name

@@ -98,7 +98,10 @@ def worker(root: Path) -> int:
         floors = [importlib.import_module(package + name)
                   for name in ("retrieval", "models", "benchmarks")]
         perf = importlib.import_module(package + "benchmarks.perf")
-        options = importlib.import_module(package + "retrieval.systems.options")
+        try:  # the pipeline options: in serving/ since #60, in retrieval/ before
+            options = importlib.import_module(package + "serving.options")
+        except ImportError:
+            options = importlib.import_module(package + "retrieval.systems.options")
         add_pipeline_options, load_pipeline = options.add_pipeline_options, options.load_pipeline
 
         files = {m.__name__: str(Path(m.__file__).resolve().parent) for m in floors}

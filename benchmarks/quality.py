@@ -372,7 +372,7 @@ def _limits(text: str) -> dict[str, int]:
 
 
 def add_parser(sub) -> None:
-    from finrag.retrieval.systems.options import add_pipeline_options
+    from finrag.serving.options import add_pipeline_options
 
     p = sub.add_parser("quality", help="answer quality (local judge), retrieval and cost of "
                        "every system on the same questions", description=__doc__.split("\n\n")[0])
@@ -413,7 +413,7 @@ def main(args) -> int:
 
     from finrag.benchmarks import judge as J
     from finrag.retrieval.systems.evaluation import load_questions
-    from finrag.retrieval.systems.options import load_pipeline
+    from finrag.serving.options import load_pipeline
 
     limits = _limits(args.system_limit)
     from finrag.benchmarks.splits import select

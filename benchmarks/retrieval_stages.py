@@ -15,7 +15,12 @@ The light stage's passage token vectors are cached by passage text across config
 ``--timed`` (then every stage runs in full and its time counts; run it alone on the machine).
 
     python -m finrag.benchmarks.retrieval_stages --index var/fb-index --profile cpu \\
-        --configs baseline,norm,fts,krecip,norm+fts,norm+fts+krecip
+        --configs baseline,prior,prior+stmt1,prior+stmt1+sect1
+
+The stages this benchmark measured off and that no profile turned on (query normalisation,
+the weighted FTS query, k-reciprocal refinement, table records, HyDE query expansion) were
+taken out of the pipeline (#60); their reports stay in benchmarks/results/ as the record of
+why.
 """
 
 from __future__ import annotations
@@ -37,10 +42,6 @@ METRICS = (("hit5", "hit@5"), ("hit10", "hit@10"), ("rr", "MRR"), ("ndcg10", "ND
 
 # stage name → the pipeline/cascade settings it turns on
 STAGES: dict[str, dict] = {
-    "norm": {"pipeline": {"normalize_query": True}},
-    "fts": {"pipeline": {"fts_weighted": True}},
-    "krecip": {"pipeline": {"k_reciprocal": True}},
-    "tables": {"pipeline": {"table_records": 8}},
     "prior": {"cascade": {"prior_fusion": True}},
     "nolight": {"pipeline": {"light_rerank": False}},
     # the pages of the primary statements the question reads join the candidates; the best
@@ -55,29 +56,20 @@ STAGES: dict[str, dict] = {
     "large": {"pipeline": {"large_rerank": True}},
     # the large stage's order fused with the order it was given (RRF)
     "lfuse": {"cascade": {"large_fusion": True}},
-    # HyDE: a hypothetical passage (dense side, with the question) and keywords (FTS side)
-    # from the router LLM; hydep embeds the passage alone
-    "hyde": {"pipeline": {"query_expansion": True, "expansion_dense": "question+passage"}},
-    "hydep": {"pipeline": {"query_expansion": True, "expansion_dense": "passage"}},
 }
 
 
 # every stage off: the baseline, whatever the profile's own settings are
-OFF: dict = {"pipeline": {"normalize_query": False, "fts_weighted": False, "k_reciprocal": False,
-                          "table_records": 0, "light_rerank": True, "large_rerank": False,
-                          "query_expansion": False, "statement_pages": 0,
+OFF: dict = {"pipeline": {"light_rerank": True, "large_rerank": False, "statement_pages": 0,
                           "section_pages": 0},
              "cascade": {"prior_fusion": False, "large_fusion": False}}
 
 
 def parse_config(name: str) -> dict:
-    """``norm+fts`` → the merged settings of its stages (``baseline``: none)."""
+    """``prior+stmt1`` → the merged settings of its stages (``baseline``: none)."""
     out: dict = {"pipeline": {}, "cascade": {}}
     for part in name.split("+"):
         if part == "baseline":
-            continue
-        if part.startswith("krecip_l"):  # krecip_l0.3: k-reciprocal with lambda 0.3
-            out["pipeline"].update(k_reciprocal=True, k_reciprocal_lambda=float(part[8:]))
             continue
         if part.startswith("stmt") and part[4:].isdigit():  # stmt3: the first 3 pages lead
             out["pipeline"].update(statement_pages=int(part[4:]))
@@ -85,15 +77,12 @@ def parse_config(name: str) -> dict:
         if part.startswith("sect") and part[4:].isdigit():  # sect1: the first page leads
             out["pipeline"].update(section_pages=int(part[4:]))
             continue
-        if part.startswith("krecip_k"):  # krecip_k6: k-reciprocal with k1 = 6
-            out["pipeline"].update(k_reciprocal=True, k_reciprocal_k1=int(part[8:]))
-            continue
         if part.startswith("top") and part[3:].isdigit():  # top12: the large stage sees 12
             out["cascade"].update(large_top_m=int(part[3:]))
             continue
         if part not in STAGES:
             raise ValueError(f"unknown stage {part!r}; known: baseline, {', '.join(STAGES)}, "
-                             "krecip_l<lambda>, krecip_k<k1>, stmt<N>, sect<N>, top<M>")
+                             "stmt<N>, sect<N>, top<M>")
         for key, values in STAGES[part].items():
             out[key].update(values)
     return out
@@ -375,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--index", type=Path, required=True)
     p.add_argument("--questions", type=Path, default=SHARED / "questions.dev.jsonl")
     p.add_argument("--profile", default="cpu")
-    p.add_argument("--configs", default="baseline,norm,fts,krecip,norm+fts,norm+fts+krecip")
+    p.add_argument("--configs", default="baseline,prior,prior+stmt1,prior+stmt1+sect1")
     p.add_argument("--split", default="all", choices=("all", "tune", "test"),
                    help="run only one half (the report still shows what rows.jsonl holds)")
     p.add_argument("--timed", action="store_true",

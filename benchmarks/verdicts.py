@@ -52,18 +52,22 @@ def measure(pipe, questions: list[dict[str, Any]], engine=None) -> list[dict[str
     from finrag.retrieval.systems.recipes import RECIPES
     from finrag.retrieval.systems.run import Run
     from finrag.retrieval.systems.context import answer_messages
+    from finrag.retrieval.systems.found import found_blocks
+    from finrag.retrieval.systems.generation import said_without_generator
     from finrag.retrieval.systems.verdict import calibrate, log_odds, verdict_in
 
     engine = engine or pipe.engine("generator")
     cal = calibrate(engine)
     offset = cal.offset
     rows = []
+    components = pipe.components(pipe.view.fresh())
     for i, q in enumerate(questions, 1):
         run = Run(q["question"], "hdrr", pipe.profile.name)
-        blocks = RECIPES["hdrr"](pipe, run)
+        found = RECIPES["hdrr"](components, run)
+        blocks = found_blocks(found)
         row = {**q, "offset": offset, "blocks": len(blocks),
                "routed": list(run.answer.routing.doc_ids) if run.answer.routing else []}
-        facts = verdict_in(run.answer.answer if run.done else run.preface)
+        facts = verdict_in(said_without_generator(found))
         if facts:
             row["facts"] = facts
         if blocks:

@@ -78,7 +78,6 @@ class PipelineSettings(BaseModel):
     rrf_k: int = 60
     large_rerank: bool = True  # run the cascade's large stage (False: light stage + cutoff)
     context_tokens: int = 3000  # generator context budget for retrieved text
-    context_tables: bool = False  # repeat a block's table rows with their column names
     answer_tokens: int = 256  # generator max new tokens
     sfr_part_tokens: int = 6000  # SFR: whole-document parts of at most this many tokens
     agentic_max_retries: int = 2  # entity-anchored retries after a failed verification
@@ -87,22 +86,12 @@ class PipelineSettings(BaseModel):
     # a yes/no answer opens with the verdict read from its passages (retrieval.systems.verdict);
     # off: the generator opens as it will (the benchmark's baseline, benchmarks/verdicts.py)
     yes_no_verdicts: bool = True
-    # a generated answer whose headline (first) figure is in no passage or fact given is
-    # generated once more with the figures that do trace listed; still unsupported, the answer
-    # says the filing's figures do not support one. A stream then carries the checked answer
-    # whole, not the first draft's pieces
-    verify_figures: bool = False
     # whole-corpus dense search: exact (flat; on the GPU where faiss has GPUs) or approximate
     # for corpora past ~1M chunks (recall@10 against flat: benchmarks.vector_recall); scoped
     # searches are exact either way
     vector_index: Literal["flat", "ivf", "hnsw"] = "flat"
-    # retrieval stages, each off or on (benchmarks/results/retrieval_stages_cpu measures them)
-    normalize_query: bool = False  # FY/YoY/EPS/capex/… written out (retrieval.store.query)
-    fts_weighted: bool = False  # stop-words out, financial phrases and numbers weighted
-    k_reciprocal: bool = False  # PRISM k-reciprocal refinement of the light stage's ranking
-    k_reciprocal_k1: int = 10  # neighbourhood size for the k-reciprocal sets
-    k_reciprocal_lambda: float = 0.5  # weight of the stage's own score against Jaccard
-    table_records: int = 0  # a routed filing's best N tables join its candidates as JSON rows
+    # retrieval stages, each off or on (benchmarks/results/retrieval_stages_cpu measures them;
+    # the stages it measured off that no profile used are gone: docs/cli.md says which)
     # a routed filing's pages of the primary statements the question reads (named, or holding
     # a named metric's lines: retrieval.facts.classify.statements_named) join its candidates,
     # and the best-ranked chunk of the first N such pages leads the ranking (0: off)
@@ -112,13 +101,6 @@ class PipelineSettings(BaseModel):
     # join its candidates, and the best-ranked chunk of the first N leads (0: off)
     section_pages: int = 0
     light_rerank: bool = True  # False: the retrievers' fused order is the final ranking
-    # HyDE: HDRR's dense side also embeds a hypothetical filing passage the router LLM writes
-    # (in the routing call when one is made, else one call of its own) and its full-text side
-    # adds the call's keywords (retrieval.routing.schema.QueryExpansion)
-    query_expansion: bool = False
-    # question+passage: by the stage rule on tune (hit@5, then hit@10, then MRR) the passage
-    # alone lost hit@10 (benchmarks/results/retrieval_stages_cpu_hyde, a partial run)
-    expansion_dense: Literal["question+passage", "passage"] = "question+passage"
 
 
 class Profile(BaseModel):

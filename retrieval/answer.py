@@ -104,6 +104,8 @@ class Answer:
     # a yes/no question's verdict read from the evidence before the answer was written
     # (retrieval.systems.verdict): word, calibrated margin, raw log-odds, offset; None otherwise
     verdict: dict[str, Any] | None = None
+    # served: the calls this answer made to the Ray Serve deployments (None in process)
+    deployment_calls: int | None = None
 
     @property
     def usage(self) -> dict[str, Any]:
@@ -136,6 +138,7 @@ class Answer:
             "facts_note": self.facts_note,
             "unsupported_figures": self.unsupported_figures,
             "verdict": self.verdict,
+            "deployment_calls": self.deployment_calls,
         }
 
     @classmethod
@@ -157,4 +160,5 @@ class Answer:
             route=d.get("route"), facts=d.get("facts", []), confidence=d.get("confidence"),
             contradictions=d.get("contradictions", []), facts_note=d.get("facts_note"),
             unsupported_figures=d.get("unsupported_figures", []), verdict=d.get("verdict"),
+            deployment_calls=d.get("deployment_calls"),
         )

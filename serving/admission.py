@@ -371,7 +371,10 @@ class Gate:
 
         def work():
             with budget:  # every deployment call waits at most until the deadline
-                return answer()
+                result = answer()
+            if hasattr(result, "deployment_calls"):
+                result.deployment_calls = budget.calls
+            return result
 
         loop = asyncio.get_running_loop()
         future = loop.run_in_executor(self.pool, work)

@@ -149,15 +149,6 @@ class Retriever:
     def page_chunks(self, doc_id: str, pages: list[int], variant: str | None = None):
         return self._index(variant).catalog.page_chunks(doc_id, pages)
 
-    def tables(self, doc_id: str, page: int | None = None, variant: str | None = None):
-        return self._index(variant).catalog.tables(doc_id, page)
-
-    def table_rows(self, doc_id: str, variant: str | None = None):
-        return self._index(variant).catalog.table_rows(doc_id)
-
-    def vectors(self, ids: list[int] | None, dim: int | None = None, variant: str | None = None):
-        return self._index(variant).catalog.vectors(ids, dim)
-
     def readable(self, collections: list[str] | None, variant: str | None = None):
         return self._index(variant).catalog.readable(
             None if collections is None else frozenset(collections))
@@ -420,16 +411,13 @@ class Router:
             self.router.reload(self.index.documents())
         return self.router
 
-    def route(self, question: str, expand: bool = False, readable: list[str] | None = None):
+    def route(self, question: str, readable: list[str] | None = None):
         """``readable``: the caller's readable doc ids (None: all)."""
         router = self._fresh().scoped(None if readable is None else frozenset(readable))
-        return router.route(question, expand)
+        return router.route(question)
 
-    def extract(self, question: str, expand: bool = False):
-        return self._fresh().extract(question, expand)
-
-    def expand(self, question: str):
-        return self._fresh().expand(question)
+    def extract(self, question: str):
+        return self._fresh().extract(question)
 
     def stats(self) -> dict[str, Any]:
         return dict(self.router.stats)

@@ -2,7 +2,8 @@
 
 Any command that answers questions (``finrag ask``, ``finrag eval``, ``finrag bench …``) adds
 these options to its parser and builds its pipeline from the parsed arguments, so every
-command spells them, and reads them, the same way.
+command spells them, and reads them, the same way. They belong to the entry points (the
+command line here, the benchmarks), never to ``retrieval/``, which is called with values.
 """
 
 from __future__ import annotations

@@ -19,8 +19,9 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from finrag.retrieval.indexer import (DocumentJob, EmbeddedDocument, ParseOptions, failure_line,
-                                      embed_document, prepare_document)
+from finrag.retrieval.indexer import EmbeddedDocument, embed_document
+from finrag.retrieval.ingest.prepare import (DocumentJob, ParseOptions, failure_line,
+                                             prepare_document)
 
 
 def _prepare(row: dict, options: ParseOptions) -> dict:

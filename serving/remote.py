@@ -40,6 +40,7 @@ class Budget:
     def __init__(self, deadline_s: float):
         self.deadline = time.monotonic() + deadline_s
         self.cancelled = False
+        self.calls = 0  # handle calls made for the answer (its ``deployment_calls``)
         self._calls: set = set()
         self._lock = threading.Lock()
 
@@ -65,6 +66,7 @@ class Budget:
     def track(self, response) -> None:
         with self._lock:
             if not self.cancelled:
+                self.calls += 1
                 self._calls.add(response)
                 return
         _cancel_all([response])
@@ -166,22 +168,12 @@ class RemoteCatalog(CatalogReader):
         return wait(self.handle.page_chunks.remote(doc_id, [int(p) for p in pages],
                                                    self.variant))
 
-    def tables(self, doc_id: str, page: int | None = None) -> list[dict[str, Any]]:
-        return wait(self.handle.tables.remote(doc_id, page, self.variant))
-
-    def table_rows(self, doc_id: str) -> list:
-        return wait(self.handle.table_rows.remote(doc_id, self.variant))
-
     def readable(self, collections):
         return wait(self.handle.readable.remote(None if collections is None
                                                 else sorted(collections), self.variant))
 
     def fingerprints(self) -> dict[str, str]:
         return wait(self.handle.fingerprints.remote(self.variant))
-
-    def vectors(self, ids=None, dim: int | None = None):
-        ids = None if ids is None else [int(i) for i in ids]
-        return wait(self.handle.vectors.remote(ids, dim, self.variant))
 
 
 class RemoteIndex(SearchIndex):
@@ -312,18 +304,15 @@ class RemoteRouter(QuestionRouter):
     def scoped(self, readable) -> "RemoteRouter":
         return self if readable is None else RemoteRouter(self.handle, frozenset(readable))
 
-    def route(self, question: str, expand: bool = False):
+    def route(self, question: str):
         t0 = time.perf_counter()
         routing = wait(self.handle.route.remote(
-            question, expand, None if self.readable is None else sorted(self.readable)))
+            question, None if self.readable is None else sorted(self.readable)))
         routing.latency_ms = (time.perf_counter() - t0) * 1000
         return routing
 
-    def extract(self, question: str, expand: bool = False):
-        return wait(self.handle.extract.remote(question, expand))
-
-    def expand(self, question: str):
-        return wait(self.handle.expand.remote(question))
+    def extract(self, question: str):
+        return wait(self.handle.extract.remote(question))
 
     @property
     def stats(self) -> dict[str, Any]:

@@ -207,8 +207,8 @@ class IndexWriter:
         return doc
 
     def _ingest(self, grant, upload, collections, doc_id, sha, data) -> tuple[int, dict]:
-        from finrag.retrieval.indexer import (DEFAULT_PARSE_MEMORY, Ingestor, prepare_apart,
-                                              remove_document)
+        from finrag.retrieval.indexer import Ingestor, remove_document
+        from finrag.retrieval.ingest.prepare import DEFAULT_PARSE_MEMORY, prepare_apart
         from finrag.retrieval.routing.companies import CompanyConflict
         from finrag.retrieval.routing.mentions import CompanyDictionary
 

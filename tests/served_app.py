@@ -156,8 +156,7 @@ TINY_UPLOAD_TIMEOUT_S = 20.0
 TINY_LIMITS = {"max_in_flight": 1, "deadline_s": 300, "retry_after_s": TINY_RETRY_AFTER_S,
                "body_timeout_s": TINY_BODY_TIMEOUT_S, "max_writes": 1,
                "upload_timeout_s": TINY_UPLOAD_TIMEOUT_S}
-EVERY_CATALOG_STAGE = {"statement_pages": 1, "table_records": 3, "k_reciprocal": True,
-                       "context_tables": True}
+EVERY_CATALOG_STAGE = {"statement_pages": 1, "section_pages": 1}
 
 
 class SharedApp:

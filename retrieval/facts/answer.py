@@ -8,8 +8,6 @@ beside it). What the facts do not hold is said plainly; no number is ever made u
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from datetime import date
 from typing import Any, Protocol
 
 from finrag.retrieval.routing.calendars import date_period, fiscal_year_of_calendar_year
@@ -21,76 +19,11 @@ from finrag.retrieval.facts.model import edgar_url
 from finrag.retrieval.facts.store import FactCompany, FactLookup, FactStore, StoredFact
 from finrag.retrieval.facts.judgements import judged
 from finrag.retrieval.facts.trends import verdict
-from finrag.retrieval.facts.units import UnitRequest, in_requested_unit
+from finrag.retrieval.facts import wording as W
+from finrag.retrieval.facts.units import in_requested_unit
+from finrag.retrieval.facts.values import FactsResult, FactValue, table_concept, table_source
 
 _FORMULA_DEPTH = 3
-TABLE_PREFIX = "table:"  # concept of a line read from a PDF's statement table: table:<metric key>
-
-
-def table_concept(metric: Metric) -> str:
-    return TABLE_PREFIX + metric.key
-
-
-def table_source(source: str) -> tuple[str | None, int | None]:
-    """(doc_id, page) of a fact read from a statement table ("table:<doc_id>#p<N>")."""
-    if not source.startswith(TABLE_PREFIX):
-        return None, None
-    doc, _, page = source[len(TABLE_PREFIX):].partition("#p")
-    return doc, int(page) if page.isdigit() else None
-
-
-@dataclass
-class FactValue:
-    company: str
-    ticker: str | None
-    cik: str
-    metric: str
-    label: str
-    concept: str
-    value: float
-    unit: str
-    period: str  # FY | Q | instant
-    fiscal_year: int
-    fiscal_quarter: int | None
-    start: str | None
-    end: str
-    form: str
-    accession: str | None
-    filed: str
-    url: str | None
-    derived: bool = False
-    formula: str | None = None
-    first_filed: dict[str, Any] | None = None
-    doc_id: str | None = None  # a value read from a PDF's statement table: its document and page
-    page: int | None = None
-    first_year: int | None = None  # a value over fiscal years (a mean, a CAGR): the first one
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @property
-    def period_label(self) -> str:
-        if self.first_year is not None:
-            return f"FY{self.first_year}–FY{self.fiscal_year}"
-        if self.period == "FY":
-            return f"FY{self.fiscal_year} (year ended {self.end})"
-        if self.period == "Q":
-            return f"Q{self.fiscal_quarter} FY{self.fiscal_year} (quarter ended {self.end})"
-        when = "end of " + (f"FY{self.fiscal_year}" if self.fiscal_quarter == 4
-                            else f"Q{self.fiscal_quarter} FY{self.fiscal_year}")
-        return f"as of {self.end} ({when})"
-
-
-@dataclass
-class FactsResult:
-    route: str
-    text: str
-    values: list[FactValue] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)  # what was asked and is not in the facts
-    requested: int = 0
-    verdicts: list[str] = field(default_factory=list)  # the judged lines the text opens with
-
-
 class FactsSource(Protocol):
     """The facts answerer of an index: its concept table, its store, and the answer to a
     classified question for some companies."""
@@ -132,7 +65,7 @@ class FactsAnswerer(FactsSource):
         if found is None and metric.formula and depth < _FORMULA_DEPTH:
             return self._formula(company, metric, year, quarter, depth)
         if found is None:
-            return None, f"no {metric.label.lower()} for {_period_words(year, quarter)}"
+            return None, f"no {metric.label.lower()} for {W.period_words(year, quarter)}"
         return found, ""
 
     def _rows(self, company: FactCompany, metric: Metric, periods: tuple[str, ...], year: int,
@@ -158,9 +91,9 @@ class FactsAnswerer(FactsSource):
                 spans.setdefault((r.start, r.end), []).append(r)
             filed = max(spans.values(), key=len)
             first, last = filed[0], filed[-1]
-            cited = next(r for r in filed if _same(r.value, last.value))
+            cited = next(r for r in filed if W.same(r.value, last.value))
             value = self._make(company, metric, cited)
-            if not _same(first.value, last.value):
+            if not W.same(first.value, last.value):
                 value.first_filed = {"value": first.value, "accession": first.accession,
                                      "filed": first.filed, "form": first.form}
             return value
@@ -196,9 +129,9 @@ class FactsAnswerer(FactsSource):
             q4 = FactValue(**{**fy.to_dict(), "first_filed": None})
             q4.value = fy.value - sum(p.value for p in parts)
             q4.period, q4.fiscal_quarter, q4.derived = "Q", 4, True
-            q4.start = _day_after(parts[-1].end)
-            q4.formula = (f"{how}: {_num(fy.value, fy.unit)} − "
-                          + " − ".join(_num(p.value, p.unit) for p in parts))
+            q4.start = W.day_after(parts[-1].end)
+            q4.formula = (f"{how}: {W.num(fy.value, fy.unit)} − "
+                          + " − ".join(W.num(p.value, p.unit) for p in parts))
             return q4, ""
         return None, f"no Q4 {metric.label.lower()} for FY{year}, and no FY and nine-month values to derive it"
 
@@ -221,7 +154,7 @@ class FactsAnswerer(FactsSource):
         try:
             result = evaluate(node, lookup)
         except Missing as gap:
-            return None, (f"no {metric.label.lower()} for {_period_words(year, quarter)} "
+            return None, (f"no {metric.label.lower()} for {W.period_words(year, quarter)} "
                           f"(its formula {metric.formula} lacks: {gap.why})")
         except ZeroDivisionError as err:
             return None, f"{metric.formula}: {err}"
@@ -240,8 +173,8 @@ class FactsAnswerer(FactsSource):
             cited = max((u for u in used if u.doc_id), key=lambda u: u.fiscal_year)
             v.doc_id, v.page = cited.doc_id, cited.page
         v.formula = f"{metric.formula}: " + "; ".join(
-            f"{u.metric} {_period_words(u.fiscal_year, u.fiscal_quarter)} = "
-            f"{_num(u.value, u.unit, display=self._display(u.metric))}{_source(u)}"
+            f"{u.metric} {W.period_words(u.fiscal_year, u.fiscal_quarter)} = "
+            f"{W.num(u.value, u.unit, display=self._display(u.metric))}{W.source(u)}"
             for u in used)
         return v, ""
 
@@ -271,8 +204,8 @@ class FactsAnswerer(FactsSource):
                           f"(FY{first}–FY{last}): " + "; ".join(absent)), ""
         start, end = ends
         display = self._display(metric.key) or metric.display
-        stated = "; ".join(f"{label} FY{v.fiscal_year} = {_num(v.value, v.unit, display=display)}"
-                           f"{_source(v)}" for v in ends)
+        stated = "; ".join(f"{label} FY{v.fiscal_year} = {W.num(v.value, v.unit, display=display)}"
+                           f"{W.source(v)}" for v in ends)
         if start.value <= 0 or end.value <= 0:
             return None, "", (f"a {n}-year compound annual growth rate of {label} "
                               f"(FY{first}–FY{last}) cannot be computed: it is defined only "
@@ -398,7 +331,7 @@ class FactsAnswerer(FactsSource):
                         missing.append(f"{company.name}: {why}")
                     if said_instead:  # the endpoints are in the facts; the rate is not defined
                         lines.append(f"{company.name}: {said_instead}")
-                    metric = _cagr_metric(metric, found[0].label if found else "")  # said as a rate
+                    metric = W.cagr_metric(metric, found[0].label if found else "")  # said as a rate
                 else:
                     for year, quarter in periods:
                         requested += 1
@@ -412,12 +345,12 @@ class FactsAnswerer(FactsSource):
                     if len(found) < len(periods):  # a mean of some of the years is not asked
                         found = []
                     else:
-                        found, series = [_mean(found, metric, self._display(metric.key))], False
+                        found, series = [W.mean(found, metric, self._display(metric.key))], False
                 values += found
-                lines += _describe(company, metric, found, note, series=series, request=q.unit)
+                lines += W.describe(company, metric, found, note, series=series, request=q.unit)
                 def shown(v, metric=metric):
                     return (in_requested_unit(v.value, v.unit, q.unit, metric.display)
-                            or _num(v.value, v.unit, display=metric.display))
+                            or W.num(v.value, v.unit, display=metric.display))
                 said = None
                 if q.judgement is not None and found:
                     last = found[-1]
@@ -438,8 +371,8 @@ class FactsAnswerer(FactsSource):
                         said = f"{company.name}: {said}"
                     verdicts.append(said)
         if len(companies) > 1 and values:
-            lines.append(_calendars_line(companies))
-            lines += _comparison(values)
+            lines.append(W.calendars_line(companies))
+            lines += W.comparison(values)
         if q.definition and values:
             lines.insert(0, f"As the question defines it: {q.definition}.")
         elif q.definition_error and values:
@@ -448,7 +381,7 @@ class FactsAnswerer(FactsSource):
         lines[:0] = verdicts  # the verdict first: the answer opens with it
         text = "\n".join(lines)
         if missing:
-            text += ("\n" if text else "") + _not_in(companies) + "; ".join(missing) + "."
+            text += ("\n" if text else "") + W.not_in(companies) + "; ".join(missing) + "."
         return FactsResult(q.route, text.strip(), values, missing, requested, verdicts)
 
     def _statement(self, q: FactQuery, companies: list[FactCompany]) -> FactsResult:
@@ -467,13 +400,13 @@ class FactsAnswerer(FactsSource):
                 requested += 1
                 if not got:
                     missing.append(f"{company.name}: no {name.replace('_', ' ')} statement lines "
-                                   f"for {_period_words(year, quarter)}")
+                                   f"for {W.period_words(year, quarter)}")
                     continue
                 title = {"income": "Income statement", "balance": "Balance sheet",
                          "cash_flow": "Cash flow statement"}[name]
                 lines.append(f"{company.name} — {title}, {got[0].period_label}"
                              + (f" [{note}]" if note else "") + ":")
-                lines += [f"- {v.label}: {_num(v.value, v.unit)}"
+                lines += [f"- {v.label}: {W.num(v.value, v.unit)}"
                           + (f" (derived: {v.formula})" if v.derived else "")
                           + f" [{v.concept}]" for v in got]
                 lines.append(f"  Source: {got[0].form} filed {got[0].filed}"
@@ -481,152 +414,5 @@ class FactsAnswerer(FactsSource):
                 values += got
         text = "\n".join(lines)
         if missing:
-            text += ("\n" if text else "") + _not_in(companies) + "; ".join(missing) + "."
+            text += ("\n" if text else "") + W.not_in(companies) + "; ".join(missing) + "."
         return FactsResult("full_statement", text.strip(), values, missing, requested)
-
-
-# --- wording ---------------------------------------------------------------------------------
-
-def _describe(company: FactCompany, metric: Metric, found: list[FactValue], note: str,
-              series: bool, request: UnitRequest | None = None) -> list[str]:
-    if not found:
-        return []
-    head = f"{company.name} ({company.ticker})" if company.ticker else company.name
-    lines = []
-    for v in found:
-        shown = (in_requested_unit(v.value, v.unit, request, metric.display) if request else None)
-        line = (f"{head} {v.label.lower()}, {v.period_label}: "
-                f"{shown or _num(v.value, v.unit, display=metric.display)}")
-        if v.derived:
-            line += f" — derived, {v.formula}"
-        if v.doc_id:  # read from a PDF's statement table: cite the page
-            line += f" [{v.doc_id} p.{v.page}]" if v.page else f" [{v.doc_id}]"
-        else:
-            line += (f" [{v.concept}; {v.form} filed {v.filed}" + (f", {v.url}" if v.url else "")
-                     + "]")
-        if v.first_filed:
-            line += (f" (restated: first filed as {_num(v.first_filed['value'], v.unit)} in the "
-                     f"{v.first_filed['form']} filed {v.first_filed['filed']})")
-        lines.append(line + ".")
-    if note:
-        lines.append(f"({note})")
-    if series and len(found) > 1:
-        a, b = found[0], found[-1]
-        change = b.value - a.value
-        if a.unit == "pure":  # a ratio changes by percentage points
-            lines.append(f"Change from {a.period_label.split(' (')[0]} to "
-                         f"{b.period_label.split(' (')[0]}: {change * 100:+.1f} percentage points.")
-            return lines
-        pct = f" ({change / abs(a.value) * 100:+.1f}%)" if a.value else ""
-        lines.append(f"Change from {a.period_label.split(' (')[0]} to {b.period_label.split(' (')[0]}: "
-                     f"{_num(change, a.unit, signed=True)}{pct}.")
-    return lines
-
-
-def _source(v: FactValue) -> str:
-    """Where an input of a formula was read: its page, or its filing."""
-    if v.derived:
-        return ""  # its own inputs are cited in its formula
-    if v.doc_id:
-        return f" [{v.doc_id} p.{v.page}]" if v.page else f" [{v.doc_id}]"
-    return f" [{v.form} filed {v.filed}]"
-
-
-def _mean(found: list[FactValue], metric: Metric, display: str | None) -> FactValue:
-    """The mean of a metric over the asked years ("the FY2018 - FY2020 3 year average")."""
-    v = FactValue(**{**found[-1].to_dict(), "first_filed": None})
-    v.value = sum(f.value for f in found) / len(found)
-    v.derived = True
-    v.label = f"{len(found)}-year average {metric.label[0].lower()}{metric.label[1:]}"
-    v.start, v.first_year = found[0].start, found[0].fiscal_year
-    span = f"FY{found[0].fiscal_year}–FY{found[-1].fiscal_year}"
-    shown = display or metric.display
-    if metric.kind != "ratio":
-        v.formula = f"mean of {span}: " + "; ".join(
-            f"FY{f.fiscal_year} = {_num(f.value, f.unit, display=shown)}" for f in found)
-        return v
-    # each year's ratio from that year's lines, then their mean (not the summed lines' ratio)
-    how = f" ({metric.formula} in each year)" if metric.formula else ""
-    v.formula = f"the mean of each year's ratio{how}, {span}: " + "; ".join(
-        f"FY{f.fiscal_year} = {_num(f.value, f.unit, display=shown)} "
-        f"({_inputs(f, metric) or _source(f).strip(' []')})" for f in found)
-    return v
-
-
-def _inputs(v: FactValue, metric: Metric) -> str:
-    """The inputs part of a formula value's statement ("capex FY2020 = $X [10-K filed …]")."""
-    if not v.derived or not v.formula:
-        return ""
-    return v.formula.removeprefix(f"{metric.formula}: ")
-
-
-def _cagr_metric(metric: Metric, label: str) -> Metric:
-    """How a compound annual growth rate of ``metric`` is written: a percentage."""
-    return Metric(f"{metric.key}_cagr", label or f"Compound annual growth rate of "
-                  f"{metric.label[0].lower()}{metric.label[1:]}", kind="ratio", display="percent")
-
-
-def _calendars_line(companies: list[FactCompany]) -> str:
-    parts = [f"{c.name} ends its fiscal year around {_month_day(c.fiscal_year_end)}"
-             + (" (52/53-week years)" if c.week_based else "") for c in companies]
-    return "Each company on its own fiscal calendar: " + "; ".join(parts) + "."
-
-
-def _comparison(values: list[FactValue]) -> list[str]:
-    by_key: dict[tuple, list[FactValue]] = {}
-    for v in values:
-        by_key.setdefault((v.metric, v.fiscal_year, v.fiscal_quarter), []).append(v)
-    lines = []
-    for group in by_key.values():
-        if len({v.cik for v in group}) < 2:
-            continue
-        ranked = sorted(group, key=lambda v: -v.value)
-        top, low = ranked[0], ranked[-1]
-        lines.append(f"{top.company}'s {top.label.lower()} was higher than {low.company}'s by "
-                     f"{_num(top.value - low.value, top.unit)}.")
-    return lines
-
-
-def _not_in(companies: list[FactCompany]) -> str:
-    """How a missing value is said: XBRL facts, or the lines read from a filing's statements
-    (a company known by its key, with no CIK)."""
-    xbrl = all(not c.cik.startswith("KEY:") for c in companies)
-    return "Not in the XBRL facts: " if xbrl else "Not in the facts read from the filings: "
-
-
-def _same(a: float, b: float) -> bool:
-    return abs(a - b) <= 1e-9 * max(1.0, abs(b))
-
-
-def _month_day(mm_dd: str) -> str:
-    month, day = map(int, mm_dd.split("-"))
-    return date(2001, month, min(day, 28 if month == 2 else day)).strftime("%-d %B")
-
-
-def _period_words(year: int, quarter: int | None) -> str:
-    return f"Q{quarter} FY{year}" if quarter else f"FY{year}"
-
-
-def _day_after(iso: str) -> str:
-    return date.fromordinal(date.fromisoformat(iso).toordinal() + 1).isoformat()
-
-
-def _num(value: float, unit: str, signed: bool = False, display: str | None = None) -> str:
-    """Money in millions as filings print it ($60,922 million), EPS in dollars, shares in
-    millions; the sign leads."""
-    sign = "-" if value < 0 else ("+" if signed and value > 0 else "")
-    v = abs(value)
-    if unit == "USD/shares":
-        return f"{sign}${v:,.2f} per share"
-    if unit == "shares":
-        return f"{sign}{v / 1e6:,.1f} million shares" if v >= 1e6 else f"{sign}{v:,.0f} shares"
-    if unit == "USD":
-        if v >= 1e6:
-            return f"{sign}${v / 1e6:,.0f} million" if v >= 1e8 else f"{sign}${v / 1e6:,.1f} million"
-        return f"{sign}${v:,.0f}"
-    if unit == "pure" and display == "number":  # days, turnover, a ratio of two balances
-        return f"{sign}{v:,.2f}"
-    if unit == "pure":  # a ratio
-        return f"{sign}{v * 100:.1f}%"
-    return f"{sign}{v:,.4g} {unit}"
-

@@ -1,14 +1,9 @@
 """What the router LLM must return: the entities that pick the filing(s), the rewritten
 search query and keywords, and the SEC design's route and metric — routing, query rewriting and
-route classification in ONE constrained call.
-
-Query expansion (the ``query_expansion`` profile option, HyDE): the same call also writes a
-short hypothetical filing passage (``ExpandedRouterOutput``); when the deterministic router
-decides alone, ``QueryExpansion`` is the one call made for it (passage and keywords only)."""
+route classification in ONE constrained call."""
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -71,51 +66,6 @@ ROUTER_EXAMPLES = [
 ]
 
 
-Passage = Annotated[str, Field(max_length=400)]
-Keywords = list[Annotated[str, Field(max_length=40)]]
-
-
-class QueryExpansion(BaseModel):
-    """HyDE: an excerpt a filing that answers the question might hold (searched densely; its
-    figures are made up and never shown to anyone) and keywords for the full-text side."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    passage: Passage = Field(description="a short excerpt of the filing that would answer, in "
-                                         "the filing's own line-item words")
-    keywords: Keywords = Field(max_length=6)
-
-
-class ExpandedRouterOutput(RouterOutput):
-    """The router call with query expansion on: the routing fields, then the passage (one
-    call per question, not two)."""
-
-    passage: Passage = Field(description="a short excerpt of the filing that would answer, in "
-                                         "the filing's own line-item words")
-
-
-_PASSAGE_RULE = ("- passage: 1-3 sentences as the filing itself would word the answer: its "
-                 "statement or line-item names (e.g. \"purchases of property and equipment\", "
-                 "\"net cash provided by operating activities\") and the period; no company "
-                 "name\n")
-EXPANSION_SYSTEM_PROMPT = (
-    "You help search SEC filings. For a question, write as JSON:\n" + _PASSAGE_RULE +
-    "- keywords: up to 6 terms the filing would use for what is asked\nAnswer with the JSON "
-    "only.")
-EXPANSION_EXAMPLES = [
-    ("What was Best Buy's operating income in Q2 FY2024 according to its 10-Q?",
-     '{"passage": "Operating income for the second quarter of fiscal 2024 was $x million, '
-     'compared with $y million in the second quarter of fiscal 2023; operating income rate '
-     'decreased.", "keywords": ["operating income", "second quarter", "operating income '
-     'rate"]}'),
-    ("Using the cash flow statement, how much did NVDA and Intel spend on capex in FY2021 "
-     "and FY2022?",
-     '{"passage": "Cash flows from investing activities: purchases of property and equipment '
-     'and intangible assets (x) (y) for fiscal years 2022 and 2021.", "keywords": ["purchases '
-     'of property and equipment", "capital expenditures", "investing activities"]}'),
-]
-
-
 def _chat(system: str, examples: list[tuple[str, str]], question: str) -> list[dict]:
     messages = [{"role": "system", "content": system}]
     for q, a in examples:
@@ -124,19 +74,6 @@ def _chat(system: str, examples: list[tuple[str, str]], question: str) -> list[d
     return messages
 
 
-def router_messages(question: str, expand: bool = False) -> list[dict]:
-    """Chat messages for one routing call (the question is data, never instructions);
-    ``expand``: for ``ExpandedRouterOutput`` (the passage too)."""
-    if not expand:
-        return _chat(ROUTER_SYSTEM_PROMPT, ROUTER_EXAMPLES, question)
-    system = ROUTER_SYSTEM_PROMPT.replace("Answer with the JSON only.",
-                                          _PASSAGE_RULE + "Answer with the JSON only.")
-    passages = {q: json.loads(a)["passage"] for q, a in EXPANSION_EXAMPLES}
-    examples = [(q, a[:-1] + f', "passage": {json.dumps(passages[q])}}}')
-                for q, a in ROUTER_EXAMPLES]
-    return _chat(system, examples, question)
-
-
-def expansion_messages(question: str) -> list[dict]:
-    """Chat messages for the expansion call alone (the deterministic router decided)."""
-    return _chat(EXPANSION_SYSTEM_PROMPT, EXPANSION_EXAMPLES, question)
+def router_messages(question: str) -> list[dict]:
+    """Chat messages for one routing call (the question is data, never instructions)."""
+    return _chat(ROUTER_SYSTEM_PROMPT, ROUTER_EXAMPLES, question)

@@ -38,9 +38,6 @@ class ScopedCatalog(CatalogReader):
     def tables(self, doc_id: str, page: int | None = None) -> list[dict[str, Any]]:
         return self._catalog.tables(doc_id, page) if doc_id in self.doc_ids else []
 
-    def table_rows(self, doc_id: str) -> list[tuple[int, int, list[str], list[dict]]]:
-        return self._catalog.table_rows(doc_id) if doc_id in self.doc_ids else []
-
     def readable(self, collections: frozenset[str] | None) -> list[str]:
         within = self._catalog.readable(collections)
         return sorted(self.doc_ids if within is None else self.doc_ids.intersection(within))

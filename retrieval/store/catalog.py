@@ -16,7 +16,6 @@ import numpy as np
 
 from finrag.retrieval.documents import (DEFAULT_COLLECTION, Chunk, DocumentMeta, ParsedDocument,
                                         check_collections)
-from finrag.retrieval.store.query import weighted_fts_query
 
 SCHEMA_VERSION = 1
 
@@ -143,7 +142,8 @@ class ChunkRecord:
 
 
 class CatalogReader(Protocol):
-    """The read side of a catalog: filings, their pages, tables, chunks and chunk vectors."""
+    """The read side of a catalog the pipeline uses: filings, their pages and chunks, who may
+    read what, and each filing's content hash."""
 
     def document(self, doc_id: str) -> Any:
         """The ``DocumentRecord`` of a filing, or None."""
@@ -155,18 +155,6 @@ class CatalogReader(Protocol):
 
     def page_chunks(self, doc_id: str, pages: list[int]) -> list[Any]:
         """The ``ChunkRecord``s of a filing that cover any of ``pages``, in document order."""
-        ...
-
-    def tables(self, doc_id: str, page: int | None = None) -> list[dict[str, Any]]:
-        """The tables of a filing (or of one page): page, index, header, rows."""
-        ...
-
-    def table_rows(self, doc_id: str) -> list[tuple[int, int, list[str], list[dict]]]:
-        """(table id, page, header, rows) of every table of a filing, in page order."""
-        ...
-
-    def vectors(self, ids: Any = None, dim: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """(ids, stored embeddings) of the given chunk ids."""
         ...
 
     def readable(self, collections: frozenset[str] | None) -> list[str] | None:
@@ -431,12 +419,6 @@ class Catalog(CatalogReader):
             for p, i, h, r in self.db.execute(sql + " ORDER BY t.page, t.idx", args)
         ]
 
-    def table_rows(self, doc_id: str) -> list[tuple[int, int, list[str], list[dict]]]:
-        """(table row id, page, header, rows) of every table of a filing, in page order."""
-        return [(tid, page, json.loads(h), json.loads(r)) for tid, page, h, r in self.db.execute(
-            "SELECT t.id, t.page, t.header, t.rows FROM tables t JOIN documents d "
-            "ON t.doc = d.id WHERE d.doc_id = ? ORDER BY t.page, t.idx", (doc_id,))]
-
     # chunks -----------------------------------------------------------------
     def chunk_ids(self, doc_pks: list[int] | None = None) -> np.ndarray:
         if doc_pks is None:
@@ -517,16 +499,13 @@ class Catalog(CatalogReader):
         since a document's chunks are inserted together)."""
         return self._scope(doc_pks)[1]
 
-    def fts_search(self, query: str, k: int, doc_pks: list[int] | None = None, *,
-                   weighted: bool = False):
+    def fts_search(self, query: str, k: int, doc_pks: list[int] | None = None):
         """BM25 top-k as (chunk id, score) with higher = better; optionally only in doc_pks.
-        ``weighted``: the ranking query of ``retrieval.store.query`` (stop-words out, financial
-        phrases and numbers weighted) instead of an OR of every word.
 
         A scope is searched as rowid ranges, which FTS5 applies inside its index scan (an
         `IN (subquery)` filter makes it run the full-text query once per candidate row).
         bm25 uses corpus-wide statistics, so scores from several ranges compare directly."""
-        match = weighted_fts_query(query) if weighted else fts_query(query)
+        match = fts_query(query)
         if match is None or k <= 0:
             return []
         sql = "SELECT rowid, -bm25(chunks_fts) FROM chunks_fts WHERE chunks_fts MATCH ?"

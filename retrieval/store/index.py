@@ -89,8 +89,8 @@ class SearchIndex(Protocol):
     catalog: CatalogReader
 
     def search(self, query: str, query_vector: Any, **kwargs) -> list[Any]:
-        """Hybrid search (``Index.search``'s keywords: k, doc_ids, fts_k, dense_k, rrf_k,
-        fts_weighted) → ``Hit``s."""
+        """Hybrid search (``Index.search``'s keywords: k, doc_ids, fts_k, dense_k, rrf_k) →
+        ``Hit``s."""
         ...
 
     def generation(self) -> int:
@@ -306,9 +306,8 @@ class Index(SearchIndex):
             pks.append(rec.pk)
         return pks
 
-    def search_fts(self, query: str, k: int = 20, doc_ids: list[str] | None = None, *,
-                   weighted: bool = False):
-        return self.catalog.fts_search(query, k, self.scope(doc_ids), weighted=weighted)
+    def search_fts(self, query: str, k: int = 20, doc_ids: list[str] | None = None):
+        return self.catalog.fts_search(query, k, self.scope(doc_ids))
 
     def search_dense(self, query_vector: np.ndarray, k: int = 30, doc_ids: list[str] | None = None):
         pks = self.scope(doc_ids)
@@ -326,12 +325,10 @@ class Index(SearchIndex):
         fts_k: int = 20,
         dense_k: int = 30,
         rrf_k: int = 60,
-        fts_weighted: bool = False,
     ) -> list[Hit]:
         """Hybrid search: FTS5 BM25 top ``fts_k`` and dense top ``dense_k``, fused by RRF.
-        With ``doc_ids`` only chunks of those documents can be returned; ``fts_weighted``
-        ranks the keyword side with the weighted query (``retrieval.store.query``)."""
-        fts = self.search_fts(query, fts_k, doc_ids, weighted=fts_weighted)
+        With ``doc_ids`` only chunks of those documents can be returned."""
+        fts = self.search_fts(query, fts_k, doc_ids)
         dense = self.search_dense(query_vector, dense_k, doc_ids) if query_vector is not None else []
         fts_rank = {cid: r for r, (cid, _) in enumerate(fts, start=1)}
         dense_rank = {cid: r for r, (cid, _) in enumerate(dense, start=1)}

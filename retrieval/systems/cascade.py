@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Hashable, Sequence
+from typing import Hashable, Sequence
 
 from finrag.models.profiles import Profile, load_reranker
 from finrag.models.rerankers import Reranker
@@ -45,7 +45,7 @@ class StageRecord:
     """One cascade stage: what it scored (ids and scores, best first), how many came in and
     went on, wall seconds and process CPU seconds (all threads)."""
 
-    stage: str  # light | refine | prior | large | large_fusion | cutoff
+    stage: str  # light | prior | large | large_fusion | cutoff
     model_id: str | None
     ids: list
     scores: list[float]
@@ -110,27 +110,15 @@ class Cascade:
         return StageRecord(stage, None, order, [fused[i] for i in order], rec.n_in, rec.n_out,
                            time.perf_counter() - t0, time.process_time() - c0)
 
-    def rerank(self, query: str, candidates: list[tuple[Hashable, str]], *,
-               refine: Callable[[list, list[float]], list[float]] | None = None
-               ) -> CascadeResult:
-        """``refine(ids, scores) -> scores``: re-scores the light stage's whole ranking before
-        its top M are cut (k-reciprocal re-ranking), recorded as the stage ``refine``. With
-        ``prior_fusion`` that ranking is then fused by RRF with the candidates' own order
-        (stage ``prior``)."""
+    def rerank(self, query: str, candidates: list[tuple[Hashable, str]]) -> CascadeResult:
+        """With ``prior_fusion`` the light stage's ranking is fused by RRF with the
+        candidates' own order (stage ``prior``)."""
         pool = list(candidates[:self.light_top_n])
         stages: list[StageRecord] = []
         text = dict(pool)
         if self.light is not None:
             rec = self._run("light", self.light, query, pool, self.large_top_m)
             stages.append(rec)
-            if refine is not None:
-                t0, c0 = time.perf_counter(), time.process_time()
-                new = refine(rec.ids, rec.scores)
-                order = sorted(range(len(new)), key=lambda i: -new[i])
-                rec = StageRecord("refine", None, [rec.ids[i] for i in order],
-                                  [float(new[i]) for i in order], rec.n_in, rec.n_out,
-                                  time.perf_counter() - t0, time.process_time() - c0)
-                stages.append(rec)
             if self.prior_fusion:  # RRF of the incoming order and the light stage's
                 rec = self._fuse("prior", [i for i, _ in pool], rec)
                 stages.append(rec)

@@ -12,6 +12,9 @@ added to its Protocol first, then to both sides.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
+
 from finrag.models.embedders import QueryEmbedder
 from finrag.models.llm import LLMEngine
 from finrag.models.rerankers import Reranker
@@ -19,10 +22,13 @@ from finrag.retrieval.facts.answer import FactsSource
 from finrag.retrieval.facts.store import FactLookup
 from finrag.retrieval.routing.router import QuestionRouter
 from finrag.retrieval.store.catalog import CatalogReader
+from finrag.models.profiles import CascadeSettings, PipelineSettings
 from finrag.retrieval.store.index import SearchIndex
+from finrag.retrieval.systems.caches import Caches
+from finrag.retrieval.systems.cascade import Cascade
 
 __all__ = ["CatalogReader", "SearchIndex", "QueryEmbedder", "Reranker", "LLMEngine",
-           "FactLookup", "FactsSource", "QuestionRouter", "SEAMS"]
+           "FactLookup", "FactsSource", "QuestionRouter", "SEAMS", "Components"]
 
 
 # each Pipeline component: (its Protocol, the in-process class, the served stand-in), by the
@@ -45,3 +51,24 @@ SEAMS: dict[str, tuple[type, str, str]] = {
     "router": (QuestionRouter, "finrag.retrieval.routing.router:Router",
                "finrag.serving.remote:RemoteRouter"),
 }
+
+
+@dataclass(frozen=True)
+class Components:
+    """What the recipes and stages read, and nothing more: one view's index, variants, router
+    and facts (the router, the facts and the generator are loaded on first use), the models
+    they call, the view's caches and the settings. The ``Pipeline`` makes one per batch of
+    questions from its view as the index is then."""
+
+    index: SearchIndex
+    variants: dict[str, SearchIndex]
+    embedder: QueryEmbedder
+    cascade: Cascade | None
+    router: Callable[[], QuestionRouter]
+    facts: Callable[[], FactsSource]
+    generator: Callable[[], LLMEngine]
+    count_tokens: Callable[[str], int]
+    caches: Caches
+    settings: PipelineSettings
+    cascade_settings: CascadeSettings
+    use_llm_router: bool = True

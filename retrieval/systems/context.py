@@ -143,52 +143,41 @@ def merge_neighbours(chunks: list) -> list[Span]:
     return spans
 
 
-def table_rows(text: str, tables: list[dict], max_rows: int = 40) -> str:
-    """The rows of ``tables`` (catalog records: page, header, rows) whose label is in ``text``,
-    one line each with every cell named by its column: a small model reads "2018: 1,488" where
-    it misreads the same figures as a run of numbers under headers far above."""
-    flat = " ".join(text.split())
-    lines = []
-    for t in tables:
-        columns = [h for h in t["header"] if h != "label"]
-        for row in t["rows"]:
-            label = " ".join(str(row.get("label", "")).split())
-            cells = [f"{c}: {row[c]}" for c in columns if row.get(c) not in (None, "")]
-            if label and cells and label in flat:
-                lines.append(f"{label} | " + " | ".join(cells))
-        if len(lines) >= max_rows:
-            break
-    return "\n".join(lines[:max_rows])
-
-
-def build_blocks(chunks: list, count: Callable[[str], int], budget: int,
-                 tables: Callable[[str, int, int], list[dict]] | None = None) -> list[Block]:
+def build_blocks(chunks: list, count: Callable[[str], int], budget: int) -> list[Block]:
     """Blocks from chunks (anything with chunk_id, doc_id, first_page, last_page, text), in the
     order given, neighbours of one document joined (``merge_neighbours``), while they fit in
-    ``budget`` tokens; the last one that does not fit whole is cut (if at least 64 tokens of
-    room are left). With ``tables`` (doc id, first page, last page → the catalog's tables on
-    those pages), a block whose text holds table rows gets them again after its text as
-    labelled rows (``table_rows``)."""
-    blocks: list[Block] = []
-    used = 0
+    ``budget`` tokens (``fit``)."""
+    return fit(all_blocks(chunks, count), budget, count)
+
+
+def all_blocks(chunks: list, count: Callable[[str], int]) -> list[Block]:
+    """Every chunk as a block, neighbours joined, each with its tokens counted: what
+    ``fit`` then cuts to a budget (one count per block, whatever the budgets tried)."""
+    out = []
     for c in merge_neighbours(chunks):
         text = mark_pages(c.text, c.first_page)
-        if tables is not None:
-            rows = table_rows(c.text, tables(c.doc_id, c.first_page, c.last_page))
-            if rows:
-                text += "\n[table rows, each figure with its column]\n" + rows
-        header = f"[{c.doc_id} p.{c.first_page}]\n"
-        need = count(header + text)
-        if used + need > budget:
+        out.append(Block(c.doc_id, c.first_page, c.last_page, text,
+                         count(f"[{c.doc_id} p.{c.first_page}]\n{text}"), c.chunk_id))
+    return out
+
+
+def fit(blocks: list[Block], budget: int, count: Callable[[str], int]) -> list[Block]:
+    """The blocks, in order, while they fit in ``budget`` tokens; the first one that does
+    not fit whole is cut to the room left (if at least 64 tokens are)."""
+    out: list[Block] = []
+    used = 0
+    for b in blocks:
+        if used + b.tokens > budget:
+            header = f"{b.tag}\n"
             room = budget - used - count(header)
             if room >= 64:
-                cut = truncate_to_tokens(text, room, count)
-                blocks.append(Block(c.doc_id, c.first_page, c.last_page, cut,
-                                    count(header + cut), c.chunk_id))
+                cut = truncate_to_tokens(b.text, room, count)
+                out.append(Block(b.doc_id, b.first_page, b.last_page, cut, count(header + cut),
+                                 b.chunk_id))
             break
-        blocks.append(Block(c.doc_id, c.first_page, c.last_page, text, need, c.chunk_id))
-        used += need
-    return blocks
+        out.append(b)
+        used += b.tokens
+    return out
 
 
 # Asked of every question, "Yes or No first" made the 0.5B generator open with "No" on questions

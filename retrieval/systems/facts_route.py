@@ -4,23 +4,22 @@ statement-table facts, and check a hybrid answer's facts against the passages be
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from finrag.retrieval.answer import FACTS_DOC_ID, Citation, Routing
 from finrag.retrieval.facts.answer import FactValue
 from finrag.retrieval.facts.checks import confidence, contradictions
 from finrag.retrieval.facts.classify import STRUCTURED, apply_llm, classify
+from finrag.retrieval.systems.components import Components
 from finrag.retrieval.systems.context import Block
+from finrag.retrieval.systems.found import Answered, Context
 from finrag.retrieval.systems.run import Run
 
-if TYPE_CHECKING:
-    from finrag.retrieval.systems.pipelines import Pipeline
 
-
-def facts_route(pipe: Pipeline, run: Run, routing: Routing) -> Block | None:
-    """Route the question and answer a structured route from the facts: ``run.done`` when
-    answered, a facts block for a hybrid answer, None to answer from the filings alone."""
-    facts = pipe.facts
+def facts_route(c: Components, run: Run, routing: Routing) -> Answered | Context | None:
+    """Route the question and answer a structured route from the facts: ``Answered`` when
+    the facts answer it; for a hybrid question a ``Context`` of the facts' block (none when
+    they hold no value) and what the answer says first; None to answer from the filings
+    alone."""
+    facts = c.facts()
     if not facts.store.available:
         return None
     with run.stage("facts"):
@@ -28,7 +27,7 @@ def facts_route(pipe: Pipeline, run: Run, routing: Routing) -> Block | None:
         keys = [m["key"] for m in (routing.extracted or {}).get("companies", [])]
         companies = [c for c in (facts.store.company(k) for k in keys) if c is not None]
     if query.route == "undecided" and companies:
-        query = apply_llm(query, *llm_route(pipe, run, routing), facts.concepts)
+        query = apply_llm(query, *llm_route(c, run, routing), facts.concepts)
     route = "narrative" if query.route == "undecided" else query.route
     run.answer.route = route
     if query.definition_error and not query.metrics:  # said, never guessed around
@@ -42,12 +41,9 @@ def facts_route(pipe: Pipeline, run: Run, routing: Routing) -> Block | None:
         named = [m["company"] for m in extracted.get("companies", [])]
         unknown = extracted.get("unknown_companies") or []
         if named or unknown:  # say so rather than read another company's filings
-            run.answer.answer = (
-                f"This index holds no XBRL facts and no filings for "
-                f"{', '.join(named + unknown)}; ingest its companyfacts file or filings "
-                f"to ask about it.")
-            run.done = True
-            return None
+            return Answered(f"This index holds no XBRL facts and no filings for "
+                            f"{', '.join(named + unknown)}; ingest its companyfacts file or "
+                            f"filings to ask about it.")
     if route == "narrative" or not companies:
         return None
     with run.stage("facts"):
@@ -62,50 +58,44 @@ def facts_route(pipe: Pipeline, run: Run, routing: Routing) -> Block | None:
     if route == "hybrid":
         if not result.values:
             run.answer.facts_note = result.text
-            if result.verdicts:  # "not a useful metric here", judged from the facts
-                run.preface = "\n".join(result.verdicts)
-            return None
+            # "not a useful metric here", judged from the facts, said first
+            return Context([], "\n".join(result.verdicts))
         # the figures are stated from the facts, whatever the generator then writes
-        run.preface = result.text
         text = ("Exact figures computed from the filings (quote them as given, do not "
                 "recompute them; the passages that follow explain them):\n" + result.text)
-        return Block(FACTS_DOC_ID, 1, 1, text, pipe.count_tokens(text), None)
+        return Context([Block(FACTS_DOC_ID, 1, 1, text, c.count_tokens(text), None)],
+                       result.text)
     if result.values or not routing.routed:
-        run.answer.answer = result.text or "The facts hold no answer to this question."
-        run.done = True
-    else:  # nothing in the facts: answer from the routed filings, the miss noted beside
-        run.answer.facts_note = result.text
-        run.answer.citations = []
+        return Answered(result.text or "The facts hold no answer to this question.")
+    # nothing in the facts: answer from the routed filings, the miss noted beside
+    run.answer.facts_note = result.text
+    run.answer.citations = []
     return None
 
 
-def llm_route(pipe: Pipeline, run: Run, routing: Routing) -> tuple[str | None, str | None]:
+def llm_route(c: Components, run: Run, routing: Routing) -> tuple[str | None, str | None]:
     """The router LLM's route and metric: from its call if routing made one, else one
     call now (the same constrained call; never a second one per question)."""
     llm_out = (routing.extracted or {}).get("llm")
-    if llm_out is None and pipe.use_llm_router and hasattr(pipe.router, "extract"):
-        expand = pipe.settings.query_expansion  # the expansion rides on this call
+    if llm_out is None and c.use_llm_router:
         try:
             with run.stage("route"):
-                output, call = (pipe.router.extract(run.answer.query, expand=True) if expand
-                                else pipe.router.extract(run.answer.query))
+                output, call = c.router().extract(run.answer.query)
         except Exception:  # the rules' answer (narrative) stands
             return None, None
         run.answer.calls.append(call)
         llm_out = output.model_dump()
-        if expand:
-            run.expansion = output.passage, list(output.keywords)
     if not llm_out:
         return None, None
     return llm_out.get("route"), llm_out.get("metric")
 
 
-def check_facts(pipe: Pipeline, run: Run, blocks: list[Block]) -> None:
+def check_facts(c: Components, run: Run, blocks: list[Block]) -> None:
     """A hybrid answer's facts against the passages read beside them: contradictions are
     listed and lower its confidence."""
     values = [FactValue(**v) for v in run.answer.facts]
     found = contradictions(values, [(b.doc_id, b.first_page, b.text) for b in blocks],
-                           pipe.facts.concepts)
+                           c.facts().concepts)
     run.answer.contradictions = found
     run.answer.confidence = max(0, (run.answer.confidence or 0) - sum(
         25 if c["severity"] == "high" else 15 for c in found))

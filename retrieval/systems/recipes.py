@@ -1,5 +1,6 @@
-"""The systems, each a recipe over the same stages (``retrieval.systems.stages``) that
-returns the context blocks its answer is generated from:
+"""The systems, each a recipe over the same stages (``retrieval.systems.stages``) that returns
+what it found (``retrieval.systems.found``): an answer, the context blocks to generate from, or
+the parts of whole filings to map and reduce.
 
 - ``cbr``: hybrid search over the whole corpus → rerank cascade → context.
 - ``hdrr``: route → the facts route (an answer, or the facts beside the passages) → hybrid
@@ -7,7 +8,7 @@ returns the context blocks its answer is generated from:
   budget per filing; CBR when routing falls back.
 - ``hdrr_text``: HDRR with the facts route off (the ablation row of what the facts add).
 - ``sfr``: route → the whole routed filing(s) as context, in parts when too long for the
-  generator (the ``Pipeline`` maps the parts, then reduces the answers that state something).
+  generator (mapped, then the answers that state something reduced).
 - ``cbr_meta`` / ``cbr_llmctx``: CBR over the metadata-prefixed (V-A) / LLM-contextualised
   (V-B) index variants.
 - ``agentic``: CBR, one LLM verification of the top chunks' company, at most
@@ -18,97 +19,87 @@ returns the context blocks its answer is generated from:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 from pydantic import BaseModel, Field
 
 from finrag.models.llm import SamplingParams
 from finrag.retrieval.answer import Routing
 from finrag.retrieval.systems import stages
-from finrag.retrieval.systems.components import SearchIndex
-from finrag.retrieval.systems.context import Block, fair_shares, mark_pages
+from finrag.retrieval.systems.components import Components, SearchIndex
+from finrag.retrieval.systems.context import Block, all_blocks, fair_shares, fit, mark_pages
 from finrag.retrieval.systems.facts_route import check_facts, facts_route
+from finrag.retrieval.systems.found import Answered, Context, Found, Parts
 from finrag.retrieval.systems.run import Run, check_fan_out
-
-if TYPE_CHECKING:
-    from finrag.retrieval.systems.pipelines import Pipeline
 
 VARIANT_OF = {"cbr_meta": "meta", "cbr_llmctx": "llmctx"}
 
 
-def cbr(pipe: Pipeline, run: Run, index: SearchIndex | None = None,
-        expansion: tuple[str, list[str]] | None = None) -> list[Block]:
-    index = index or pipe.index
-    passage, keywords = expansion or (None, [])
-    kept = stages.retrieve(pipe, run, index, run.answer.query, None, " ".join(keywords), passage)
-    return stages.blocks(pipe, kept, index=index)
+def cbr(c: Components, run: Run, index: SearchIndex | None = None) -> Context:
+    index = index or c.index
+    vector = stages.embed(c.embedder, run, run.answer.query)
+    kept = stages.retrieve(c, run, index, run.answer.query, vector)
+    return Context(stages.blocks(c, kept))
 
 
-def variant(pipe: Pipeline, run: Run) -> list[Block]:
+def variant(c: Components, run: Run) -> Context:
     name = VARIANT_OF[run.answer.system]
-    index = pipe.variants.get(name)
+    index = c.variants.get(name)
     if index is None:
         raise FileNotFoundError(
             f"system {run.answer.system} needs the {name!r} index variant; build it with "
             f"`finrag ingest PATHS --variant {name} --index DIR` and pass its folder")
-    return cbr(pipe, run, index)
+    return cbr(c, run, index)
 
 
-def hdrr(pipe: Pipeline, run: Run) -> list[Block]:
-    routing = stages.route(pipe, run)
-    facts = facts_route(pipe, run, routing) if pipe.settings.facts_routes else None
-    if run.done:
-        return []
-    blocks = hdrr_documents(pipe, run, routing)
-    if facts is not None:  # hybrid: the facts, then the narrative they are checked against
-        check_facts(pipe, run, blocks)
-        blocks = [facts, *blocks]
-    return blocks
+def hdrr(c: Components, run: Run) -> Found:
+    routing = stages.route(c, run)
+    facts = facts_route(c, run, routing) if c.settings.facts_routes else None
+    if isinstance(facts, Answered):
+        return facts
+    blocks = hdrr_documents(c, run, routing)
+    if facts is None:
+        return Context(blocks)
+    if facts.blocks:  # hybrid: the facts, then the narrative they are checked against
+        check_facts(c, run, blocks)
+    return Context(facts.blocks + blocks, facts.preface)
 
 
-def hdrr_text(pipe: Pipeline, run: Run) -> list[Block]:
-    return hdrr_documents(pipe, run, stages.route(pipe, run))
+def hdrr_text(c: Components, run: Run) -> Context:
+    return Context(hdrr_documents(c, run, stages.route(c, run)))
 
 
-def hdrr_documents(pipe: Pipeline, run: Run, routing: Routing) -> list[Block]:
-    """HDRR's passages: each routed filing searched and reranked on its own, each given a
-    fair share of the context budget."""
-    expansion = stages.expansion(pipe, run, routing)
+def hdrr_documents(c: Components, run: Run, routing: Routing) -> list[Block]:
+    """HDRR's passages: each routed filing searched and reranked on its own (the question
+    embedded once), each given a fair share of the context budget."""
     if not routing.routed:
-        return cbr(pipe, run, expansion=expansion)
+        return cbr(c, run).blocks
     check_fan_out(routing)
-    extracted = routing.extracted or {}
-    keywords = list(extracted.get("keywords") or [])
-    passage = None
-    if expansion is not None:
-        passage = expansion[0]
-        keywords = list(dict.fromkeys(keywords + expansion[1]))
-    fts_extra = " ".join(keywords)
-    kept_per_doc = [stages.retrieve(pipe, run, pipe.index, run.answer.query, [d], fts_extra,
-                                    passage)
+    keywords = " ".join((routing.extracted or {}).get("keywords") or [])
+    vector = stages.embed(c.embedder, run, run.answer.query)
+    kept_per_doc = [stages.retrieve(c, run, c.index, run.answer.query, vector, [d], keywords)
                     for d in routing.doc_ids]
     if len(kept_per_doc) == 1:
-        return stages.blocks(pipe, kept_per_doc[0])
+        return stages.blocks(c, kept_per_doc[0])
     stages.interleave_by_doc(run.answer.retrieved, ("ranked", "kept"))
-    unlimited = 10**9
-    demands = [sum(b.tokens for b in stages.blocks(pipe, kept, unlimited))
-               for kept in kept_per_doc]
-    shares = fair_shares(pipe.settings.context_tokens, demands)
-    return [b for kept, share in zip(kept_per_doc, shares) if share > 0
-            for b in stages.blocks(pipe, kept, share)]
+    per_doc = [all_blocks(kept, c.count_tokens) for kept in kept_per_doc]
+    shares = fair_shares(c.settings.context_tokens, [sum(b.tokens for b in bs) for bs in per_doc])
+    return [b for bs, share in zip(per_doc, shares) if share > 0
+            for b in fit(bs, share, c.count_tokens)]
 
 
-def sfr(pipe: Pipeline, run: Run) -> list[Block]:
-    routing = stages.route(pipe, run)
+def sfr(c: Components, run: Run) -> Context | Parts:
+    routing = stages.route(c, run)
     if not routing.routed:
-        return cbr(pipe, run)
+        return cbr(c, run)
     check_fan_out(routing)
     with run.stage("load_document"):
-        parts = [p for doc_id in routing.doc_ids for p in stages.document_parts(pipe, doc_id)]
-    run.parts = True
+        parts = [p for doc_id in routing.doc_ids
+                 for p in stages.document_parts(c.index.catalog, c.count_tokens,
+                                                c.settings.sfr_part_tokens, doc_id)]
     run.record("ranked", parts, [None] * len(parts))
     run.record("kept", parts, [None] * len(parts))
-    return parts
+    return Parts(parts)
 
 
 class Verification(BaseModel):
@@ -124,13 +115,13 @@ _VERIFY_SYSTEM = ("You check retrieved passages. Name the company the question a
                   "filing), and whether they are the same company. Reply as JSON.")
 
 
-def agentic(pipe: Pipeline, run: Run) -> list[Block]:
+def agentic(c: Components, run: Run) -> Context:
     query = run.answer.query
-    kept = stages.retrieve(pipe, run, pipe.index, query)
-    engine = pipe.engine("generator")
+    kept = stages.retrieve(c, run, c.index, query, stages.embed(c.embedder, run, query))
+    engine = c.generator()
     attempts = []
-    for attempt in range(pipe.settings.agentic_max_retries + 1):
-        shown = kept[: pipe.settings.verify_chunks]
+    for attempt in range(c.settings.agentic_max_retries + 1):
+        shown = kept[: c.settings.verify_chunks]
         passages = "\n\n".join(f"[{h.doc_id} p.{h.first_page}] "
                                f"{mark_pages(h.text, h.first_page)[:600]}" for h in shown)
         messages = [{"role": "system", "content": _VERIFY_SYSTEM},
@@ -146,17 +137,18 @@ def agentic(pipe: Pipeline, run: Run) -> list[Block]:
                          "passages_company": verdict.passages_company.strip()})
         if verdict.same_company or not shown or not anchor:
             break
-        if attempt == pipe.settings.agentic_max_retries:
+        if attempt == c.settings.agentic_max_retries:
             break
         query = f"{anchor} {run.answer.query}"  # entity-anchored retry
         for stage in ("fused", "light", "large", "ranked", "kept"):
             run.answer.retrieved.pop(stage, None)
-        kept = stages.retrieve(pipe, run, pipe.index, query, fts_extra=anchor)
+        kept = stages.retrieve(c, run, c.index, query, stages.embed(c.embedder, run, query),
+                               fts_extra=anchor)
     run.answer.retrieved["agentic"] = attempts
-    return stages.blocks(pipe, kept)
+    return Context(stages.blocks(c, kept))
 
 
-Recipe = Callable[["Pipeline", Run], list[Block]]
+Recipe = Callable[[Components, Run], Found]
 
 # the systems by name, in the order they are listed to users
 RECIPES: dict[str, Recipe] = {

@@ -1,5 +1,5 @@
 """One answer on its way through a system: the question's checks, what the stages record
-(``Run``), and its energy once the stages are done."""
+(``Run``), and its energy once it is written."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from finrag.retrieval.answer import Answer, LLMCall, Routing
 
 MAX_QUESTION_CHARS = 2000
 MAX_ROUTED_DOCUMENTS = 8  # filings one question may be answered from
-ROUTES_CACHED = 4096  # entries kept in each per-pipeline cache (the oldest go first)
 
 
 class QuestionError(ValueError):
@@ -45,23 +44,23 @@ def check_fan_out(routing: Routing) -> None:
                             f"fewer companies or periods")
 
 
-def bound(cache: dict) -> None:
-    """A per-pipeline cache kept to ROUTES_CACHED entries, the oldest going first."""
-    while len(cache) > ROUTES_CACHED:
-        cache.pop(next(iter(cache)), None)
-
-
 class Run:
-    """What one answer accumulates while the stages run."""
+    """What one answer accumulates while the stages run: its ``Answer`` record, and the
+    metered windows it is charged for (``(reading, share)``: ``share`` of a window shared
+    with other answers)."""
 
-    def __init__(self, question: str, system: str, profile: str):
-        self.answer = Answer(query=question, system=system, answer="", profile=profile)
-        self.done = False  # answered without the generator (the facts route)
-        self.preface = ""  # said before the generated text (the figures the facts hold)
-        self.query_vector = None  # the last search's query embedding (k-reciprocal refinement)
-        self.table_texts: dict[int, str] = {}  # table records among the candidates, by id
-        self.expansion: tuple[str, list[str]] | None = None  # (passage, keywords) of a router call
-        self.parts = False  # the blocks are SFR's parts of whole filings (map, then reduce)
+    def __init__(self, question: str, system: str, profile: str,
+                 model_ids: dict[str, str] | None = None):
+        self.answer = Answer(query=question, system=system, answer="", profile=profile,
+                             model_ids=dict(model_ids or {}))
+        self.readings: list[tuple[Any, float]] = []
+
+    def finished(self) -> Answer:
+        """The answer with its total time and energy, from the windows it was charged."""
+        self.answer.timings_ms["total"] = round(
+            sum(r.seconds for r, _ in self.readings) * 1000, 3)
+        self.answer.energy = energy(self.readings)
+        return self.answer
 
     @contextmanager
     def stage(self, name: str) -> Iterator[None]:

@@ -9,7 +9,7 @@ import math
 import sys
 from pathlib import Path
 
-from finrag.retrieval.systems.options import add_index_option, index_dir
+from finrag.serving.options import add_index_option, index_dir
 from finrag.serving.tokens import (ALL, MAX_EXPIRY_S, TokenError, TokenStore,
                                    default_tokens_file)
 

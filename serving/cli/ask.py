@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from finrag.retrieval.systems.options import (add_index_option, add_pipeline_options, add_profile_options,
+from finrag.serving.options import (add_index_option, add_pipeline_options, add_profile_options,
                                        index_dir, load_pipeline, pipeline_kwargs)
 from finrag.retrieval.systems.recipes import SYSTEMS
 from finrag.serving.cli.output import print_answer, snippet

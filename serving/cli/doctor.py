@@ -15,7 +15,7 @@ import os
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 
-from finrag.retrieval.systems.options import add_profile_options
+from finrag.serving.options import add_profile_options
 
 
 @dataclass

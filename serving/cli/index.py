@@ -8,7 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from finrag.retrieval.systems.options import add_index_option, add_profile_options, index_dir
+from finrag.serving.options import add_index_option, add_profile_options, index_dir
 from finrag.serving.cli.output import pages, snippet
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from finrag.retrieval.store.snapshot import DEFAULT_KEEP
-from finrag.retrieval.systems.options import add_index_option, index_dir
+from finrag.serving.options import add_index_option, index_dir
 
 
 def cmd_publish(args) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from finrag.retrieval.systems.options import add_index_option
+from finrag.serving.options import add_index_option
 
 
 def cmd_serve(args) -> int:

@@ -8,6 +8,7 @@ import pytest
 
 from finrag.benchmarks import report as R
 from finrag.benchmarks import vector_index as VI
+from finrag.benchmarks import vector_index_report as VR
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +29,7 @@ def tiny(tmp_path_factory):
     out = tmp_path_factory.mktemp("vector_index")
     result |= {"command": "test", "target": 20_000_000}
     R.write_json(out / "results.json", result)
-    VI.render(result, out)
+    VR.render(result, out)
     return gen, s, result, out
 
 
@@ -91,12 +92,12 @@ def test_what_does_not_fit_is_not_run_and_says_why():
         row = _row(result, option, 1000)
         assert row["status"] == "not run" and "GiB at its peak (computed" in row["reason"]
         assert "index_bytes" not in row and "searches" not in row
-    assert VI.project(result | {"target": 10**6}, 10**6)[0]["option"] == VI.STREAM
+    assert VR.project(result | {"target": 10**6}, 10**6)[0]["option"] == VI.STREAM
 
 
 def test_projection_from_measured_rows(tiny):
     _, _, result, _ = tiny
-    proj = {(p["option"], p["setting"]): p for p in VI.project(result, 20_000_000)}
+    proj = {(p["option"], p["setting"]): p for p in VR.project(result, 20_000_000)}
     flat = proj[("flat", "exact")]
     assert flat["index_bytes"] == pytest.approx(_row(result, "flat", 5000)["bytes_per_vector"]
                                                 * 20_000_000)
@@ -117,7 +118,7 @@ def test_report_renders_and_report_only_writes_it_again(tiny, tmp_path):
     assert VI.main(["--report-only", "--out", str(out)]) == 0
     assert (out / "report.md").read_text() == report
     docs = tmp_path / "page.md"
-    docs.write_text(f"before\n{VI.DOCS_BEGIN}\nold\n{VI.DOCS_END}\nafter\n")
+    docs.write_text(f"before\n{VR.DOCS_BEGIN}\nold\n{VR.DOCS_END}\nafter\n")
     VI.main(["--report-only", "--out", str(out), "--write-docs", str(docs)])
     text = docs.read_text()
     assert "old" not in text and text.startswith("before\n") and text.endswith("after\n")

@@ -102,7 +102,7 @@ def test_int8_is_quantized_once_and_stays_close(embedder):
 
 
 def test_the_calibration_text_is_the_demo_corpus_generators():
-    from finrag.serving.cli.demo_corpus.filings import filing_texts
+    from finrag.serving.cli.demo_corpus.corpus import filing_texts
 
     texts = calibration_texts()
     assert texts == calibration_windows(filing_texts())  # the packaged file is reproducible

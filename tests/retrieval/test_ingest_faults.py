@@ -184,8 +184,8 @@ def test_a_parse_in_a_child_process_is_the_same_and_bounded(tmp_path):
     from functools import partial
 
     from finrag.retrieval.documents import DocumentError, DocumentMeta
-    from finrag.retrieval.indexer import (DocumentJob, ParseOptions, prepare_apart,
-                                          prepare_document)
+    from finrag.retrieval.ingest.prepare import (DocumentJob, ParseOptions, prepare_apart,
+                                                 prepare_document)
     from finrag.retrieval.ingest.limits import DEFAULT_LIMITS
     from finrag.retrieval.routing.companies import CompanyTable
 

@@ -6,7 +6,7 @@ served answer that reaches it, as ``page_chunks`` once did. So:
 
 - every stand-in and every in-process class implements its Protocol, member by member;
 - a Pipeline whose components are seen through their Protocols alone (any other attribute is
-  an AttributeError) answers with every system and every optional stage on, and the run uses
+  an AttributeError) answers with every system and both optional page stages on, and the run uses
   every member the Protocols declare: nothing undeclared, nothing declared and dead.
 """
 
@@ -107,11 +107,10 @@ def test_both_sides_say_which_protocol_they_implement(seam):
 
 def test_a_stub_inherited_from_the_protocol_is_no_implementation():
     class Half(QuestionRouter):
-        def route(self, question, expand=False):
+        def route(self, question):
             return None
 
-    assert signature_problems(QuestionRouter, Half) == ["Half has no method expand",
-                                                         "Half has no method extract",
+    assert signature_problems(QuestionRouter, Half) == ["Half has no method extract",
                                                          "Half has no method scoped"]
 
 
@@ -142,7 +141,7 @@ def test_every_call_a_stand_in_forwards_is_a_method_of_its_deployment():
                if not callable(getattr(getattr(deployments, SERVED_BY[stand_in]).func_or_class,
                                        name, None))]
     assert missing == []
-    assert {"page_chunks", "tables", "table_rows", "vectors"} <= calls["RemoteCatalog"]
+    assert {"page_chunks", "pages", "readable", "fingerprints"} <= calls["RemoteCatalog"]
 
 
 def test_a_stand_in_missing_a_method_is_caught():
@@ -154,7 +153,7 @@ def test_a_stand_in_missing_a_method_is_caught():
 
     problems = signature_problems(CatalogReader, OldRemoteCatalog)
     assert "OldRemoteCatalog has no method page_chunks" in problems
-    assert len(problems) == 6  # page_chunks, readable, fingerprints, tables, table_rows, vectors
+    assert len(problems) == 3  # page_chunks, readable, fingerprints
 
 
 # the Pipeline through its Protocols alone ---------------------------------------------------
@@ -181,8 +180,7 @@ class Seen:
         raise AttributeError(f"the Pipeline set {name!r} on a component")
 
 
-ALL_STAGES = dict(statement_pages=1, table_records=3, k_reciprocal=True, context_tables=True,
-                  query_expansion=True, normalize_query=True, fts_weighted=True)
+ALL_STAGES = dict(statement_pages=1, section_pages=1)
 
 
 @pytest.fixture(scope="module")
@@ -242,10 +240,10 @@ def seen_pipeline(facts_index, meta_index):
 @pytest.mark.slow
 def test_the_pipeline_uses_exactly_what_its_protocols_declare(seen_pipeline):
     """Nine answers by five systems with every optional stage on, eight of them generated
-    by the tiny profile's LLM, with query expansion's calls, agentic's checks and SFR's
-    map-reduce over a whole 10-Q (about 12 s on two cores; 155 s when that LLM was SmolLM2)."""
+    by the tiny profile's LLM, with agentic's checks and SFR's map-reduce over a whole 10-Q
+    (about 12 s on two cores; 155 s when that LLM was SmolLM2)."""
     pipe, used = seen_pipeline
-    assert pipe.settings.statement_pages and pipe.settings.table_records
+    assert pipe.settings.statement_pages and pipe.settings.section_pages
     facts_q = "What was NVIDIA's revenue in fiscal 2024?"
     # an amount no metric names: the router LLM settles the facts route (its extract call)
     undecided_q = "How much did NVIDIA pay for its acquisitions in fiscal 2024?"
@@ -266,10 +264,10 @@ def test_the_pipeline_uses_exactly_what_its_protocols_declare(seen_pipeline):
     assert answers[facts_q, "hdrr"].facts and answers[facts_q, "hdrr"].usage["llm_calls"] == 0
     reading = answers[reading_q, "hdrr"]
     assert reading.routing.doc_ids == ["LUMENFIELD_2023_10K"]
-    assert reading.retrieved.get("tables")  # table records joined the candidates
-    assert "rerank_refine" in reading.timings_ms  # k-reciprocal refinement ran
+    assert "statements" in reading.timings_ms  # the income statement's pages were looked up
     assert {c.doc_id for c in reading.citations} <= {"LUMENFIELD_2023_10K", "XBRL"}
     assert answers[yes_no_q, "hdrr"].verdict["word"] in ("Yes", "No")
+    assert "sections" in answers[yes_no_q, "hdrr"].timings_ms  # legal proceedings looked up
     assert answers[asked[-1]].usage["llm_calls"] >= 1
     # a caller's view (the demo filings are in the default collection) reads through the same
     # Protocols: its catalog's readable ids, the router's and the facts' scoped views

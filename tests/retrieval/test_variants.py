@@ -14,7 +14,8 @@ from finrag.retrieval.ingest.chunking import chunk_pages
 from finrag.retrieval.systems.context import mark_pages
 from finrag.retrieval.documents import DocumentMeta
 from finrag.retrieval.store.index import Index
-from finrag.retrieval.indexer import Ingestor, parse_file
+from finrag.retrieval.indexer import Ingestor
+from finrag.retrieval.ingest.prepare import parse_file
 from finrag.retrieval.ingest.variants import (ContextStore, Contextualizer, clean_context, indexed_chunks,
                                 meta_prefix)
 

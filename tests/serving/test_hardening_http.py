@@ -312,7 +312,8 @@ def test_every_catalog_stage_runs_over_the_served_stand_ins(served):
     assert status == 200, body[:500]
     a = json.loads(body)
     assert a["routing"]["doc_ids"] == ["LUMENFIELD_2023_10K"] and a["retrieved"]["context"]
-    assert a["retrieved"]["tables"] and "rerank_refine" in a["timings_ms"]
+    # both page leads ran over the served catalog (its pages and their chunks)
+    assert "statements" in a["timings_ms"] and "sections" in a["timings_ms"]
     assert a["retrieved"]["kept"][0]["doc_id"] == "LUMENFIELD_2023_10K"
 
 

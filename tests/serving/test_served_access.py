@@ -15,7 +15,9 @@ import urllib.request
 import pytest
 from conftest import ALPHA, BETA, REPO, secrets_of
 
-from finrag.benchmarks.access_probes import probe_http, probe_web_page, request
+from finrag.benchmarks.access_cases import request
+from finrag.benchmarks.access_probes import probe_web_page
+from finrag.benchmarks.access_probes_http import probe_http
 from finrag.serving.server import get_json, post_json
 from finrag.serving.tokens import TokenStore
 from tests.served_app import serve_app

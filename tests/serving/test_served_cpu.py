@@ -114,6 +114,8 @@ def check_record(record: dict, system: str, kind: str) -> None:
     doc_id = QUESTIONS[kind]["doc_id"]
     assert record["system"] == system and record["profile"] == "cpu"
     assert record["answer"].strip() and record["citations"], record
+    # served: every answer counts its calls to the deployments (routing alone is one)
+    assert isinstance(record["deployment_calls"], int) and record["deployment_calls"] >= 1
     cited = {c["doc_id"] for c in record["citations"]}
     context = {r["chunk_id"] for r in record["retrieved"].get("context", [])}
     if kind == "facts" and system == "hdrr":  # from the facts: EDGAR's filings, no LLM call

@@ -15,7 +15,8 @@ import pymupdf
 
 from finrag.serving.cli.demo_corpus.companies import COMPANIES
 from finrag.serving.cli.demo_corpus.figures import annual_statements
-from finrag.serving.cli.demo_corpus.filings import plan_filings, render_filing
+from finrag.serving.cli.demo_corpus.filings import compose, plan_filings, render_filing
+from finrag.serving.cli.demo_corpus.layout import StatementTable, Text
 from finrag.serving.cli.demo_corpus.questions import build_questions
 
 GENERATOR_VERSION = 1
@@ -108,6 +109,22 @@ def generate_demo_corpus(out_dir: str | Path, *, seed: int = 7, force: bool = Fa
     return _corpus(out, doc_ids, written=True)
 
 
+def filing_texts(seed: int = 7) -> list[str]:
+    """The plain text of every filing, in plan order (no layout, no PDF): what the OpenVINO
+    embedder's int8 copy is calibrated on (models/openvino_embedder.calibration_texts)."""
+    annual = {c.key: annual_statements(c, seed) for c in COMPANIES}
+    texts = []
+    for filing in plan_filings(seed):
+        lines = []
+        for block in compose(filing, annual[filing.company.key], seed).blocks:
+            if isinstance(block, Text):
+                lines.append(block.text)
+            elif isinstance(block, StatementTable):
+                lines += ["  ".join(row) for row in (block.header, *block.rows)]
+        texts.append("\n".join(lines))
+    return texts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m finrag.serving.cli.demo_corpus", description=__doc__.splitlines()[0])
     parser.add_argument("out_dir", nargs="?", help="directory to write the corpus into")
@@ -119,8 +136,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.embedder_calibration:
         from finrag.models.openvino_embedder import calibration_windows
-        from finrag.serving.cli.demo_corpus.filings import filing_texts
-
         windows = calibration_windows(filing_texts(args.seed))
         Path(args.embedder_calibration).write_text(json.dumps(windows, indent=0) + "\n", encoding="utf-8")
         print(f"wrote {len(windows)} calibration windows to {args.embedder_calibration}")

@@ -546,7 +546,7 @@ def _toc_blocks(w: _Writer) -> list[Block]:
     return [Text("TABLE OF CONTENTS", "toc_title"), *w.toc]
 
 
-def _compose(filing: Filing, annual: dict[int, IncomeStatement], seed: int) -> _Writer:
+def compose(filing: Filing, annual: dict[int, IncomeStatement], seed: int) -> _Writer:
     c, fy, q = filing.company, filing.fiscal_year, filing.fiscal_quarter
     if q:
         cur = quarter_statement(c, annual[fy], fy, q, seed)
@@ -573,7 +573,7 @@ def _compose(filing: Filing, annual: dict[int, IncomeStatement], seed: int) -> _
 
 def render_filing(filing: Filing, annual: dict[int, IncomeStatement], seed: int) -> tuple[bytes, list[Fact], int]:
     """PDF bytes, the facts with their pages, and the page count of one filing."""
-    w = _compose(filing, annual, seed)
+    w = compose(filing, annual, seed)
     pages = _Layout().run(w.blocks)
     facts = []
     for block in w.blocks:
@@ -586,21 +586,3 @@ def render_filing(filing: Filing, annual: dict[int, IncomeStatement], seed: int)
                 "keywords": f"{filing.company.ticker}, {filing.doc_id}", "creator": "finrag demo corpus",
                 "producer": "finrag demo corpus", "creationDate": stamp, "modDate": stamp}
     return _paint(pages, metadata), facts, len(pages)
-
-
-def filing_texts(seed: int = 7) -> list[str]:
-    """The plain text of every filing, in plan order (no layout, no PDF): what the OpenVINO
-    embedder's int8 copy is calibrated on (models/openvino_embedder.calibration_texts)."""
-    from finrag.serving.cli.demo_corpus.figures import annual_statements
-
-    annual = {c.key: annual_statements(c, seed) for c in COMPANIES}
-    texts = []
-    for filing in plan_filings(seed):
-        lines = []
-        for block in _compose(filing, annual[filing.company.key], seed).blocks:
-            if isinstance(block, Text):
-                lines.append(block.text)
-            elif isinstance(block, StatementTable):
-                lines += ["  ".join(row) for row in (block.header, *block.rows)]
-        texts.append("\n".join(lines))
-    return texts
