@@ -10,6 +10,8 @@ once under its caller (``×N`` when called N times), and these counts:
 - functions called and files they live in;
 - file changes along the path (a caller in one file, its callee in another);
 - returns to a file: a call into a file the path had left and comes back to;
+- calls back into the entry file: below the entry point's own calls, a call into the file the
+  path started in (the pipeline's module), the path coming back to where it began;
 - the pipeline class's lines, and those of ``serving/app.py``'s ingress.
 
 ``--docs`` writes the tree into ``docs/design.md`` between its ``call-path`` markers, so the
@@ -110,8 +112,13 @@ def path_counts(root: Node, depth: int) -> dict[str, int]:
             returns += 1
         seen.add(f)
         last = f
+    # below the entry point's own calls (answer → answer_many → its calls), a call back into
+    # the entry point's file: the path leaving the pipeline and coming back into it
+    home = nodes[0][2].file if nodes else None
+    back = sum(level >= 3 and child.file == home for level, _, child in nodes)
     return {"functions": len({c.name for _, _, c in nodes}), "files": len(set(files_in_order)),
-            "file_changes": changes, "returns_to_a_file": returns, "depth": depth}
+            "file_changes": changes, "returns_to_a_file": returns,
+            "calls_back_into_the_entry_file": back, "depth": depth}
 
 
 def class_lines(path: Path, name: str) -> int | None:
@@ -133,7 +140,9 @@ def write_docs(tree_lines: list[str], counts: dict[str, int], command: str) -> N
     body = (f"{BEGIN}\nTraced by `{command}` ({counts['functions']} functions in "
             f"{counts['files']} files to depth {counts['depth']}; {counts['file_changes']} "
             f"calls from one file into another, {counts['returns_to_a_file']} returns to a file "
-            f"the path had left):\n\n" + "\n".join(tree_lines) + f"\n{END}")
+            f"the path had left, {counts['calls_back_into_the_entry_file']} calls back into "
+            f"the pipeline's module below its own calls):\n\n" + "\n".join(tree_lines)
+            + f"\n{END}")
     doc.write_text(head + body + tail, encoding="utf-8")
 
 
