@@ -140,6 +140,24 @@ def test_a_pipeline_view_never_shows_another_collection(two_collections):
     root.close()
 
 
+def test_a_view_of_a_view_only_narrows(two_collections):
+    """A reader's view scoped again reads what both scopes allow, never more: the view of
+    `alpha` asked for `beta` reads nothing (no model is loaded to see it)."""
+    from finrag.retrieval.systems.pipelines import Pipeline
+
+    root = Pipeline.load(two_collections, profile="tiny", use_llm_router=False)
+    try:
+        both = root.scoped(["alpha", "beta"])
+        alpha = both.scoped(["alpha"])
+        assert {d.doc_id for d in both.index.catalog.documents()} == set(ALPHA + BETA)
+        assert {d.doc_id for d in alpha.index.catalog.documents()} == set(ALPHA)
+        assert {d.doc_id for d in alpha.scoped(["alpha"]).index.catalog.documents()} == set(ALPHA)
+        assert alpha.scoped(["beta"]).index.catalog.documents() == []
+        assert root.scoped(["beta"]).view.collections == frozenset({"beta"})
+    finally:
+        root.close()
+
+
 def test_a_scope_read_once_is_read_again_after_any_write(two_collections, tmp_path):
     """The catalog keeps a scope's chunk ids between searches: a document written or removed
     by this connection or by another one is seen at once."""
