@@ -416,10 +416,11 @@ def main(args) -> int:
     from finrag.serving.options import load_pipeline
 
     limits = _limits(args.system_limit)
-    from finrag.benchmarks.splits import select
+    from finrag.benchmarks.splits import select, split_of
 
     records = [json.loads(line) for line in args.questions.read_text(encoding="utf-8")
                .splitlines() if line.strip()]
+    halves = split_of(records)  # tune, or test (seen: read while writing rules)
     questions = select(load_questions(args.questions), args.split, records)[:args.limit]
     if not questions:
         raise ValueError(f"no questions in {args.questions}")
@@ -460,6 +461,9 @@ def main(args) -> int:
     finally:
         pipe.close()
     summary = summarize(records, systems, args.reference)
+    summary["by_half"] = {half: summarize([r for r in records if halves.get(r["id"]) == half],
+                                          systems, args.reference)["systems"]
+                          for half in ("tune", "test")}
     summary["samples"] = {}
     for s, n in limits.items():
         ids = sample_ids(questions, n)

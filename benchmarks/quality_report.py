@@ -211,6 +211,23 @@ def report(summary: dict[str, Any], meta: dict[str, Any], files: list[str]) -> s
                          f"{y['says_neither']} | {R.pct(y['accuracy'])} | {n['n']} | "
                          f"{n['says_yes']} / {n['says_no']} / {n['says_neither']} | "
                          f"{R.pct(n['accuracy'])} |")
+    if summary.get("by_half"):
+        lines += ["", "By half of the dev split (`benchmarks/splits.py`): choices are made on "
+                  "`tune`; `test` is **seen** (it was read while writing rules).", "",
+                  "| system | half | judged | accuracy | scorer-decided accuracy (n) | right on "
+                  "gold yes (n) | right on gold no (n) |", "|---|---|---:|---:|---:|---:|---:|"]
+        for s in S:
+            for half in ("tune", "test"):
+                v = summary["by_half"][half].get(s) or {}
+                sc = v.get("scorer_correct_ci") or {}
+                yn = v.get("yes_no") or {}
+                y, n = yn.get("yes") or {}, yn.get("no") or {}
+                lines.append(
+                    f"| {s} | {half if half == 'tune' else 'test (seen)'} | {v.get('judged', 0)} | "
+                    f"{R.pct((v.get('label_correct_ci') or {}).get('estimate'))} | "
+                    f"{R.pct(sc.get('estimate')) if sc.get('n') else '–'} ({sc.get('n', 0)}) | "
+                    f"{R.pct(y.get('accuracy'))} ({y.get('n', 0)}) | "
+                    f"{R.pct(n.get('accuracy'))} ({n.get('n', 0)}) |")
     types = sorted({t for per in summary.get("by_type", {}).values() for t in per})
     if types:
         lines += ["", "Accuracy by FinanceBench question type (n judged in brackets):", "",
