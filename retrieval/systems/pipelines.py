@@ -160,10 +160,6 @@ class Pipeline:
     def facts(self) -> FactsSource:
         return self.view.facts
 
-    @property
-    def collections(self) -> frozenset[str] | None:
-        return self.view.collections
-
     def count_tokens(self, text: str) -> int:
         return self.engine("generator").count_tokens(text)
 

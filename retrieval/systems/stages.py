@@ -15,7 +15,7 @@ from finrag.retrieval.store.index import Hit
 from finrag.retrieval.systems.cascade import Cascade
 from finrag.retrieval.systems.components import (CatalogReader, Components, QueryEmbedder,
                                                  SearchIndex)
-from finrag.retrieval.systems.context import Block, all_blocks, fit, truncate_to_tokens
+from finrag.retrieval.systems.context import Block, build_blocks, truncate_to_tokens
 from finrag.retrieval.systems.run import Run
 from finrag.retrieval.systems.sections import section_pages, sections_named
 
@@ -171,8 +171,7 @@ def retrieve(c: Components, run: Run, index: SearchIndex, query: str, vector,
 def blocks(c: Components, hits: list[Hit], budget: int | None = None) -> list[Block]:
     """The context: kept chunks as blocks within ``budget`` tokens (the profile's context
     budget by default)."""
-    return fit(all_blocks(hits, c.count_tokens), budget or c.settings.context_tokens,
-               c.count_tokens)
+    return build_blocks(hits, c.count_tokens, budget or c.settings.context_tokens)
 
 
 def document_parts(catalog: CatalogReader, count_tokens: Callable[[str], int], budget: int,
